@@ -1,0 +1,32 @@
+# `make demo` and `make test` each set up everything from a fresh clone:
+# a virtualenv in .venv with the core and every backend installed in editable mode.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.loom-installed
+BACKENDS := backends/llvm backends/c_source backends/cuda
+PYTEST_ARGS ?= -n 2
+
+.PHONY: setup demo test test-fast clean
+
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(BACKENDS))
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
+	$(BIN)/python -m pip install --quiet -e ".[test]" $(addprefix -e ,$(BACKENDS))
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS) tests
+
+# One process, stop at the first failure: handy while developing.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -x -q tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

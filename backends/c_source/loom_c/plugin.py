@@ -1,0 +1,24 @@
+"""The ``loom`` entry point of loom-c: contributes the ``c`` target kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loom.plugins import hookimpl
+
+
+@hookimpl
+def loom_target_kinds() -> list[Any]:
+    """The ``c`` kind: C source compiled by the system compiler into a shared library."""
+    from loom.target import AttrSpec, TargetKind
+
+    return [TargetKind(
+        "c", "cpu",
+        {
+            "compiler": AttrSpec(str, "cc", doc="C compiler executable"),
+            "flags": AttrSpec(str, "-O3 -march=native", doc="flags passed to the compiler"),
+            "openmp": AttrSpec(bool, True, doc="compile parallel loops with OpenMP"),
+        },
+        default_keys=("cpu",),
+        doc="C source compiled with the system C compiler",
+    )]

@@ -1,0 +1,69 @@
+"""The ``loom`` entry point of loom-llvm: contributes the ``llvm`` target kind.
+
+Host-dependent defaults (triple, CPU name, CPU features, core count) are filled
+in when a target is created, not when the plugin loads: ``llvmlite.binding``
+costs a noticeable import and ``loom plugins`` should not pay for it.  They
+describe the host only when the target is for the host: ``llvm -mcpu=znver4``
+on another machine gets no host feature list, since the CPU name implies its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from loom.plugins import hookimpl
+
+
+@functools.cache
+def host_cpu() -> tuple[str, str, tuple[str, ...]]:
+    """``(triple, cpu_name, enabled_features)`` of this machine, asked once from LLVM."""
+    import llvmlite.binding as llvm
+
+    try:
+        features = llvm.get_host_cpu_features()
+        enabled = tuple(sorted(f"+{name}" for name, on in features.items() if on))
+    except RuntimeError:  # LLVM cannot query the features on some hosts; the CPU name suffices
+        enabled = ()
+    return llvm.get_process_triple(), llvm.get_host_cpu_name(), enabled
+
+
+def _num_cores() -> int:
+    # The cores this process may run on (a container's CPU set), not the machine's.
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def host_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults for the attributes not in ``given``, taken from the host when it is the target."""
+    triple, cpu, features = host_cpu()
+    out: dict[str, Any] = {"num_cores": _num_cores()}
+    if given.get("mtriple", triple) == triple:  # otherwise cross compiling: the host is irrelevant
+        out["mtriple"] = triple
+        out["mcpu"] = cpu
+        if given.get("mcpu", cpu) == cpu:
+            out["mattr"] = features
+    return {k: v for k, v in out.items() if k not in given}
+
+
+@hookimpl
+def loom_target_kinds() -> list[Any]:
+    """The ``llvm`` kind: native CPU code through LLVM."""
+    from loom.target import AttrSpec, TargetKind
+
+    return [TargetKind(
+        "llvm", "cpu",
+        {
+            "mtriple": AttrSpec(str, doc="LLVM target triple (default: the host's)"),
+            "mcpu": AttrSpec(str, doc="CPU name, e.g. znver4 (default: the host CPU)"),
+            "mattr": AttrSpec(list, doc="CPU features, e.g. +avx2,+fma (default: the host's)"),
+            "opt_level": AttrSpec(int, 3, doc="LLVM optimisation level 0-3"),
+            "num_cores": AttrSpec(int, doc="threads for parallel loops (default: usable cores)"),
+        },
+        default_keys=("cpu",),
+        default_attrs=host_defaults,
+        doc="native CPU code generated with LLVM (llvmlite)",
+    )]

@@ -1,0 +1,43 @@
+"""Loom: a Python tensor compiler with pluggable backends.
+
+>>> import loom
+>>> n = loom.var("n")
+>>> A = loom.decl_buffer((n,), "float32", name="A")
+>>> loom.structural_equal(loom.load_json(loom.save_json(A)), A, map_free_vars=True)
+True
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    IRError, LoomError, LoomTypeError, LoomValueError, PluginError, SerializationError, TargetError,
+    VerifyError,
+)
+from .ir import DataType, Op, decl_buffer, convert, register_object
+from .ir.expr_ops import (
+    all, any, cast, const, floordiv, floormod, max_value, min_value, select, size_var, truncdiv,
+    truncmod, var,
+)
+from .ir.intrin import (
+    abs, call_extern, ceil, cos, erf, exp, exp2, fabs, floor, if_then_else, isnan, likely, log, log2,
+    log10, popcount, power, reinterpret, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
+)
+from .ir.structural import assert_structural_equal, structural_equal, structural_hash
+from .ir.serialize import load_json, save_json
+from . import ir, arith, target, testing
+from .target import Target, cpu, cuda, device
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LoomError", "LoomTypeError", "LoomValueError", "IRError", "VerifyError", "SerializationError",
+    "TargetError", "PluginError",
+    "DataType", "Op", "decl_buffer", "convert", "register_object",
+    "var", "size_var", "const", "cast", "select", "floordiv", "floormod", "truncdiv", "truncmod",
+    "min_value", "max_value", "all", "any",
+    "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "power",
+    "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
+    "reinterpret", "likely", "call_extern",
+    "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
+    "ir", "arith", "target", "testing", "Target", "cpu", "cuda", "device",
+]

@@ -1,0 +1,150 @@
+"""Buffers: typed, shaped views of memory, as DLPack's DLTensor describes them.
+
+A Buffer names a data pointer (a ``handle`` Var), an element dtype, a shape,
+optional strides, an element offset, a storage scope, the pointer alignment it
+promises and the factor its element offset is a multiple of.
+
+A buffer with no strides is *compact* (row-major).  A function built for it
+accepts only compact arrays.  Giving symbolic strides (``decl_buffer(...,
+strides=[s0, s1])``) makes the function generic over layouts.
+
+>>> import loom
+>>> A = loom.decl_buffer((4, 8), "float32", name="A")
+>>> A.name, str(A.dtype), [int(x) for x in A.shape], A.data_alignment
+('A', 'float32', [4, 8], 64)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+from ..errors import IRError, LoomValueError
+from .dtype import DataType
+from . import expr as E
+from .expr_ops import convert_expr, const
+from .node import Node, child, children, register_object, value
+
+__all__ = ["Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT"]
+
+#: What ``data_alignment=-1`` means: the alignment of Loom's own allocations.
+DEFAULT_DATA_ALIGNMENT = 64
+
+
+@register_object("tir.Buffer")
+class Buffer(Node):
+    """A symbolic, shaped view of memory.  Build one with :func:`decl_buffer`."""
+
+    binding_identity: ClassVar[bool] = True
+    is_declaration: ClassVar[bool] = True
+    data: E.Var = child(E.Var, binds=True)
+    dtype: DataType = value(DataType, converter=DataType.of)
+    shape: tuple[E.PrimExpr, ...] = children(E.PrimExpr, binds=True)
+    strides: tuple[E.PrimExpr, ...] = children(E.PrimExpr, binds=True)
+    elem_offset: E.PrimExpr = child(E.PrimExpr, binds=True)
+    name: str = value(str, default="buffer")
+    scope: str = value(str, default="")
+    data_alignment: int = value(int, default=DEFAULT_DATA_ALIGNMENT)
+    offset_factor: int = value(int, default=1)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.data.dtype.is_handle:
+            raise IRError(f"buffer {self.name}: data must be a handle Var, got {self.data.dtype}")
+        if self.strides and len(self.strides) != len(self.shape):
+            raise IRError(f"buffer {self.name}: {len(self.strides)} strides for {len(self.shape)} dimensions")
+        if self.data_alignment <= 0 or self.data_alignment & (self.data_alignment - 1):
+            raise IRError(f"buffer {self.name}: data_alignment must be a positive power of two, got {self.data_alignment}")
+        if self.offset_factor < 1:
+            raise IRError(f"buffer {self.name}: offset_factor must be >= 1, got {self.offset_factor}")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_compact(self) -> bool:
+        return not self.strides
+
+    def effective_strides(self) -> tuple[E.PrimExpr, ...]:
+        """The strides, computed row-major when the buffer is compact."""
+        if self.strides:
+            return self.strides
+        out: list[E.PrimExpr] = []
+        acc: E.PrimExpr = const(1, self.shape[-1].dtype if self.shape else "int32")
+        for extent in reversed(self.shape):
+            out.append(acc)
+            acc = acc * extent
+        return tuple(reversed(out))
+
+    def offset_of(self, indices: Sequence[Any]) -> E.PrimExpr:
+        """The flat element offset of ``indices`` (elem_offset included)."""
+        if len(indices) != len(self.shape):
+            raise IRError(f"buffer {self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
+        out: E.PrimExpr = self.elem_offset
+        for idx, stride in zip(indices, self.effective_strides()):
+            out = out + convert_expr(idx) * stride
+        return out
+
+    def __getitem__(self, indices: Any) -> E.BufferLoad:
+        """``A[i, j]`` reads the buffer."""
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return E.BufferLoad(self, [convert_expr(i) for i in indices])
+
+    def vload(self, begin: Sequence[Any], dtype: Any = None) -> E.BufferLoad:
+        """Load ``lanes`` consecutive elements along the last axis starting at ``begin``."""
+        t = DataType.of(dtype) if dtype is not None else self.dtype
+        idx = [convert_expr(b) for b in begin]
+        if t.lanes > 1:
+            idx[-1] = E.Ramp(idx[-1], const(1, idx[-1].dtype), t.lanes)
+        return E.BufferLoad(self, idx)
+
+    def vstore(self, begin: Sequence[Any], value_: Any) -> Any:
+        """Store a (vector) value at ``begin`` along the last axis."""
+        from .stmt import BufferStore
+
+        v = convert_expr(value_)
+        idx = [convert_expr(b) for b in begin]
+        if v.dtype.lanes > 1:
+            idx[-1] = E.Ramp(idx[-1], const(1, idx[-1].dtype), v.dtype.lanes)
+        return BufferStore(self, v, idx)
+
+
+def _index_dtype(shape: Sequence[E.PrimExpr]) -> str:
+    return "int64" if any(s.dtype.bits == 64 for s in shape) else "int32"
+
+
+def decl_buffer(shape: Sequence[Any] | Any, dtype: Any = None, name: str = "buffer", data: E.Var | None = None,
+                strides: Sequence[Any] | None = None, elem_offset: Any = None, scope: str = "",
+                data_alignment: int = -1, offset_factor: int = 0) -> Buffer:
+    """Declare a symbolic buffer (see seed 000 and the module docstring).
+
+    ``offset_factor`` non-zero with no ``elem_offset`` creates an elem_offset Var
+    that generated code honours and checks to be a multiple of the factor.
+
+    >>> import loom
+    >>> B = loom.decl_buffer((16,), "float32", name="B", offset_factor=4)
+    >>> B.elem_offset.name, B.offset_factor
+    ('B_elem_offset', 4)
+    """
+    if not isinstance(shape, (list, tuple)):
+        shape = (shape,)
+    shape_e = tuple(convert_expr(s) for s in shape)
+    for s in shape_e:
+        if not s.dtype.is_integer or s.dtype.lanes != 1:
+            raise LoomValueError(f"buffer {name}: shape entries must be scalar integers, got {s.dtype}")
+    t = DataType.of(dtype if dtype is not None else "float32")
+    idx_t = _index_dtype(shape_e)
+    # Python ints follow the index dtype, so (n_int64, 4) has one dtype throughout.
+    shape_e = tuple(e if isinstance(s, E.PrimExpr) else convert_expr(s, idx_t) for s, e in zip(shape, shape_e))
+    if data is None:
+        data = E.Var(name, "handle")
+    strides_e = tuple(convert_expr(s, idx_t) for s in strides) if strides is not None else ()
+    if offset_factor < 0:
+        raise LoomValueError(f"buffer {name}: offset_factor must be >= 0, got {offset_factor}")
+    if elem_offset is None:
+        elem_offset_e = E.Var(f"{name}_elem_offset", idx_t) if offset_factor != 0 else const(0, idx_t)
+    else:
+        elem_offset_e = convert_expr(elem_offset, idx_t)
+    if data_alignment == -1:
+        data_alignment = DEFAULT_DATA_ALIGNMENT
+    return Buffer(data, t, shape_e, strides_e, elem_offset_e, name, scope, data_alignment, max(offset_factor, 1))

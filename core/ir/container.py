@@ -1,0 +1,90 @@
+"""``Array`` and ``Map`` nodes, and :func:`convert` from Python values.
+
+>>> import loom
+>>> a = loom.convert([1, 2.5, "s"])
+>>> type(a).__name__, [type(x).__name__ for x in a]
+('Array', ['IntImm', 'FloatImm', 'StringImm'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..errors import LoomTypeError
+from . import expr as E
+from .node import Node, children, mapping, register_object
+
+__all__ = ["Array", "Map", "convert"]
+
+
+@register_object("ir.Array")
+class Array(Node, Sequence):
+    """An immutable sequence of nodes."""
+
+    items: tuple[Node, ...] = children(Node)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.items[i]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.items)
+
+
+@register_object("ir.Map")
+class Map(Node, Mapping):
+    """An immutable mapping; keys are strings or nodes (by identity)."""
+
+    data: dict[Any, Node] = mapping()
+    # Mapping's value equality would make Map unhashable; nodes compare by identity.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __getitem__(self, k: Any) -> Node:
+        return self.data[k]
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.data)
+
+
+def convert(value: Any) -> Node:
+    """Convert a Python value to a node.
+
+    int -> IntImm int32 (int64 when it does not fit), float -> FloatImm float32,
+    bool -> IntImm bool, str -> StringImm, list/tuple -> Array, dict -> Map;
+    a node stays itself.  Anything else is a ``TypeError``.
+
+    >>> import loom
+    >>> str(loom.convert(1 << 40).dtype), str(loom.convert(True).dtype)
+    ('int64', 'bool')
+    """
+    if isinstance(value, Node):
+        return value
+    if hasattr(value, "as_node"):
+        return value.as_node()
+    if isinstance(value, (bool, np.bool_)):
+        return E.IntImm("bool", int(value))
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if -(2**31) <= v < 2**31:
+            return E.IntImm("int32", v)
+        if -(2**63) <= v < 2**63:
+            return E.IntImm("int64", v)
+        raise LoomTypeError(f"integer {v} does not fit in int64")
+    if isinstance(value, (float, np.floating)):
+        return E.FloatImm("float32", float(value))
+    if isinstance(value, str):
+        return E.StringImm(value)
+    if isinstance(value, (list, tuple)):
+        return Array([convert(v) for v in value])
+    if isinstance(value, dict):
+        return Map({(k if isinstance(k, (str, Node)) else convert(k)): convert(v) for k, v in value.items()})
+    raise LoomTypeError(f"cannot convert a {type(value).__name__} to a Loom node")

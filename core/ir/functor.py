@@ -1,0 +1,161 @@
+"""Generic visitors and mutators over every node type.
+
+Traversal comes from reflection: a node's child fields (single nodes, tuples
+of nodes, dicts of nodes) are found from its attrs fields, so the defaults here
+cover every registered node.  Subclasses override ``visit_<Class>`` methods for
+the node types they care about; dispatch is a per-class table built on first
+use (no ``isinstance`` chains).
+
+``Mutator`` rebuilds a node only when a child changed, and returns the same
+object otherwise, so ``new is old`` tells whether anything happened.
+
+>>> import loom
+>>> from loom.ir.functor import Mutator
+>>> class Twice(Mutator):
+...     def visit_IntImm(self, node):
+...         return loom.const(node.value * 2, node.dtype)
+>>> x = loom.var("x")
+>>> str(Twice().visit(x + 3))
+'x + 6'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .node import Node, fields_of
+
+__all__ = ["Visitor", "Mutator", "post_order_visit", "collect", "substitute"]
+
+
+def _method_table(owner: type, cls: type) -> Callable[[Any, Any], Any]:
+    for klass in cls.__mro__:
+        fn = getattr(owner, f"visit_{klass.__name__}", None)
+        if fn is not None:
+            return fn
+    return owner.generic_visit
+
+
+class Visitor:
+    """Walks a tree, calling ``visit_<Class>`` where defined, else visiting children."""
+
+    _tables: dict[type, dict[type, Callable[[Any, Any], Any]]] = {}
+
+    def visit(self, node: Any) -> Any:
+        owner = type(self)
+        table = Visitor._tables.setdefault(owner, {})
+        fn = table.get(type(node))
+        if fn is None:
+            fn = table[type(node)] = _method_table(owner, type(node))
+        return fn(self, node)
+
+    def generic_visit(self, node: Any) -> None:
+        if not isinstance(node, Node):
+            return
+        for f in fields_of(type(node)):
+            self._visit_value(getattr(node, f.name))
+
+    def _visit_value(self, v: Any) -> None:
+        if isinstance(v, Node):
+            self.visit(v)
+        elif isinstance(v, tuple):
+            for x in v:
+                self._visit_value(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                self._visit_value(k)
+                self._visit_value(x)
+
+
+class Mutator:
+    """Rebuilds a tree bottom-up; unchanged subtrees come back as the same object."""
+
+    _tables: dict[type, dict[type, Callable[[Any, Any], Any]]] = {}
+
+    def visit(self, node: Any) -> Any:
+        owner = type(self)
+        table = Mutator._tables.setdefault(owner, {})
+        fn = table.get(type(node))
+        if fn is None:
+            fn = table[type(node)] = _method_table(owner, type(node))
+        return fn(self, node)
+
+    def generic_visit(self, node: Any) -> Any:
+        if not isinstance(node, Node):
+            return node
+        # A buffer (or IterVar) is one object however many loads and stores name
+        # it, so it must be rebuilt once: otherwise each use gets its own copy.
+        memo = self.__dict__.setdefault("_identity_memo", {}) if type(node).binding_identity else None
+        if memo is not None and id(node) in memo:
+            return memo[id(node)][1]
+        changes: dict[str, Any] = {}
+        for f in fields_of(type(node)):
+            old = getattr(node, f.name)
+            new = self._mutate_value(old)
+            if new is not old:
+                changes[f.name] = new
+        out = node.with_(**changes) if changes else node
+        if memo is not None:
+            memo[id(node)] = (node, out)  # the key object stays alive, so its id stays unique
+        return out
+
+    def _mutate_value(self, v: Any) -> Any:
+        if isinstance(v, Node):
+            return self.visit(v)
+        if isinstance(v, tuple):
+            out = tuple(self._mutate_value(x) for x in v)
+            return v if all(a is b for a, b in zip(out, v)) else out
+        if isinstance(v, dict):
+            changed = False
+            new: dict[Any, Any] = {}
+            for k, x in v.items():
+                k2, x2 = self._mutate_value(k), self._mutate_value(x)
+                changed |= k2 is not k or x2 is not x
+                new[k2] = x2
+            return new if changed else v
+        return v
+
+
+class _Collector(Visitor):
+    def __init__(self, pred: Callable[[Any], bool], fn: Callable[[Any], None] | None) -> None:
+        self.pred, self.fn, self.found = pred, fn, []
+
+    def generic_visit(self, node: Any) -> None:
+        Visitor.generic_visit(self, node)
+        if self.pred(node):
+            self.found.append(node)
+            if self.fn is not None:
+                self.fn(node)
+
+
+def post_order_visit(node: Node, fn: Callable[[Any], None]) -> None:
+    """Call ``fn`` on every node below (and including) ``node``, children first."""
+    _Collector(lambda _: True, fn).visit(node)
+
+
+def collect(node: Node, pred: Callable[[Any], bool]) -> list[Any]:
+    """Every node (children first, repeats included) for which ``pred`` holds."""
+    c = _Collector(pred, None)
+    c.visit(node)
+    return c.found
+
+
+class _Substitute(Mutator):
+    def __init__(self, vmap: dict[Any, Any]) -> None:
+        self.vmap = vmap
+
+    def visit_Var(self, node: Any) -> Any:
+        return self.vmap.get(node, node)
+
+
+def substitute(node: Any, vmap: dict[Any, Any]) -> Any:
+    """Replace variables (by identity) according to ``vmap``.
+
+    >>> import loom
+    >>> x, y = loom.var("x"), loom.var("y")
+    >>> str(substitute(x + 1, {x: y * 2}))
+    'y * 2 + 1'
+    """
+    if not vmap:
+        return node
+    return _Substitute(vmap).visit(node)

@@ -1,0 +1,161 @@
+"""The intrinsic math and utility functions (``loom.exp``, ``loom.if_then_else``...).
+
+Each is a registered :class:`~loom.ir.op.Op`; calling the Python function builds
+a ``Call`` node.  The numpy implementations are what the reference interpreter
+runs; backends lower the ops through their own rules.
+
+>>> import loom
+>>> x = loom.var("x", "float32")
+>>> str(loom.exp(x))
+'exp(x)'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import LoomTypeError
+from .dtype import DataType
+from . import expr as E
+from .expr_ops import convert_expr, _match
+from .op import Op, register_op
+
+__all__ = [
+    "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
+    "power", "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan",
+    "if_then_else", "reinterpret", "likely", "call_extern", "call_intrin",
+]
+
+
+def _float_unary(x: np.ndarray, f: Any) -> np.ndarray:
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        if x.dtype.name == "bfloat16":
+            return f(x.astype(np.float32)).astype(x.dtype)
+        return f(x).astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    u = x.view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
+    return np.bitwise_count(u).astype(x.dtype)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+_FLOAT_UNARY = {
+    "tir.exp": np.exp, "tir.exp2": np.exp2, "tir.log": np.log, "tir.log2": np.log2, "tir.log10": np.log10,
+    "tir.sqrt": np.sqrt, "tir.rsqrt": lambda x: 1.0 / np.sqrt(x), "tir.sigmoid": _sigmoid, "tir.tanh": np.tanh,
+    "tir.sin": np.sin, "tir.cos": np.cos, "tir.floor": np.floor, "tir.ceil": np.ceil, "tir.round": np.round,
+    "tir.trunc": np.trunc, "tir.fabs": np.fabs, "tir.erf": lambda x: _erf(x),
+}
+
+for _name, _impl in _FLOAT_UNARY.items():
+    register_op(_name, 1, (lambda f: lambda x: _float_unary(x, f))(_impl), doc=f"elementwise {_name[4:]}")
+
+register_op("tir.power", 2, lambda x, y: _float_unary(x, lambda a: np.power(a, np.asarray(y).astype(a.dtype))),
+            doc="x ** y elementwise")
+register_op("tir.abs", 1, lambda x: np.abs(np.asarray(x)), doc="absolute value (ints and floats)")
+register_op("tir.popcount", 1, _popcount, doc="number of set bits")
+register_op("tir.isnan", 1, lambda x: np.isnan(np.asarray(x)), doc="true where x is NaN")
+register_op("tir.if_then_else", 3, lambda c, t, f: np.where(c, t, f),
+            doc="condition ? t : f, evaluating only the taken side")
+register_op("tir.reinterpret", 1, None, doc="the bits of x read as another dtype of the same width")
+register_op("tir.likely", 1, lambda x: x, doc="a branch-prediction hint; the value itself")
+register_op("tir.call_extern", -1, None, pure=False, doc="call an external C function by name")
+register_op("tir.call_pure_extern", -1, None, doc="call an external side-effect-free C function")
+
+
+def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
+    """Build a call of a registered intrinsic with an explicit result dtype."""
+    op = op if isinstance(op, Op) else Op.get(op)
+    return E.Call(DataType.of(dtype), op, [convert_expr(a) if not isinstance(a, str) else E.StringImm(a) for a in args])
+
+
+def _float_call(name: str):
+    def build(x: Any) -> E.PrimExpr:
+        x = convert_expr(x)
+        if not x.dtype.is_float:
+            raise LoomTypeError(f"loom.{name} needs a float argument, got {x.dtype}; cast it first")
+        return E.Call(x.dtype, Op.get(f"tir.{name}"), [x])
+
+    build.__name__ = name
+    build.__doc__ = f"Elementwise ``{name}`` of a float expression (a ``tir.{name}`` call)."
+    return build
+
+
+exp, exp2, log, log2, log10 = (_float_call(n) for n in ("exp", "exp2", "log", "log2", "log10"))
+sqrt, rsqrt, sigmoid, tanh = (_float_call(n) for n in ("sqrt", "rsqrt", "sigmoid", "tanh"))
+sin, cos, floor, ceil, round, trunc = (_float_call(n) for n in ("sin", "cos", "floor", "ceil", "round", "trunc"))  # noqa: A001
+fabs, erf = _float_call("fabs"), _float_call("erf")
+
+
+def power(x: Any, y: Any) -> E.PrimExpr:
+    """``x ** y`` for floats."""
+    x, y = _match(convert_expr(x) if not isinstance(x, E.PrimExpr) else x, y)
+    if not x.dtype.is_float:
+        raise LoomTypeError(f"loom.power needs float arguments, got {x.dtype}")
+    return E.Call(x.dtype, Op.get("tir.power"), [x, y])
+
+
+def abs(x: Any) -> E.PrimExpr:  # noqa: A001
+    """Absolute value; identity on unsigned integers."""
+    x = convert_expr(x)
+    if x.dtype.is_uint or x.dtype.is_bool:
+        return x
+    if isinstance(x, (E.IntImm, E.FloatImm)):
+        return type(x)(x.dtype, -x.value if x.value < 0 else x.value)
+    return E.Call(x.dtype, Op.get("tir.abs"), [x])
+
+
+def popcount(x: Any) -> E.PrimExpr:
+    """Number of set bits of an integer."""
+    x = convert_expr(x)
+    if not x.dtype.is_integer:
+        raise LoomTypeError(f"loom.popcount needs an integer argument, got {x.dtype}")
+    return E.Call(x.dtype, Op.get("tir.popcount"), [x])
+
+
+def isnan(x: Any) -> E.PrimExpr:
+    """True where a float is NaN (always false for integers)."""
+    x = convert_expr(x)
+    if not x.dtype.is_float:
+        return E.IntImm("bool", 0) if x.dtype.lanes == 1 else E.Broadcast(E.IntImm("bool", 0), x.dtype.lanes)
+    return E.Call(DataType("bool", 1, x.dtype.lanes), Op.get("tir.isnan"), [x])
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> E.PrimExpr:
+    """Like :func:`loom.select`, but only the taken side is evaluated (guards loads)."""
+    cond = convert_expr(cond)
+    if not cond.dtype.is_bool:
+        raise LoomTypeError(f"if_then_else condition must be bool, got {cond.dtype}")
+    t, f = _match(t, f)
+    if isinstance(cond, E.IntImm):
+        return t if cond.value else f
+    return E.Call(t.dtype, Op.get("tir.if_then_else"), [cond, t, f])
+
+
+def reinterpret(dtype: Any, x: Any) -> E.PrimExpr:
+    """The bits of ``x`` read as ``dtype`` (same total width)."""
+    t, x = DataType.of(dtype), convert_expr(x)
+    if t.bits * t.lanes != x.dtype.bits * x.dtype.lanes:
+        raise LoomTypeError(f"reinterpret from {x.dtype} to {t}: widths differ")
+    return E.Call(t, Op.get("tir.reinterpret"), [x])
+
+
+def likely(cond: Any) -> E.PrimExpr:
+    """Mark a condition as likely true (a hint for loop partitioning and codegen)."""
+    cond = convert_expr(cond)
+    return E.Call(cond.dtype, Op.get("tir.likely"), [cond])
+
+
+def call_extern(dtype: Any, func_name: str, *args: Any) -> E.Call:
+    """Call the external function ``func_name`` (the first argument is its name)."""
+    return call_intrin(dtype, "tir.call_extern", E.StringImm(func_name), *args)

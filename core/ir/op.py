@@ -1,0 +1,102 @@
+"""Registered intrinsic operators (``Op``) and their per-target lowering rules.
+
+An :class:`Op` is a named intrinsic such as ``tir.exp``.  The core registers
+each op once with its arity and a numpy implementation (the reference
+interpreter uses it).  Backends contribute *lowering rules*: for a target kind
+and an op, a function that rewrites the ``Call`` into something the backend can
+emit (an LLVM intrinsic name, a C function call...).  Rules arrive through the
+``loom_intrinsic_rules`` plugin hook; ``register_lowering`` is the direct API.
+
+>>> Op.get("tir.exp").name
+'tir.exp'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from ..errors import LoomError, LoomValueError
+from .node import Node, register_object, value
+
+__all__ = ["Op", "OpInfo", "register_op", "register_lowering", "lowering_rule", "list_ops"]
+
+
+@attrs.define
+class OpInfo:
+    """What the core knows about an intrinsic."""
+
+    name: str
+    num_inputs: int  # -1 for variadic
+    numpy_impl: Callable[..., Any] | None = None
+    doc: str = ""
+    #: True when the call only reads its arguments (safe to drop or hoist).
+    pure: bool = True
+    lowering: dict[str, Callable[[Any], Any]] = attrs.Factory(dict)
+
+
+_OPS: dict[str, OpInfo] = {}
+_INSTANCES: dict[str, Op] = {}
+
+
+@register_object("Op")
+class Op(Node):
+    """A registered intrinsic.  There is one ``Op`` object per name."""
+
+    name: str = value(str)
+
+    @staticmethod
+    def get(name: str) -> Op:
+        """The op registered under ``name`` (``tir.`` may be omitted)."""
+        key = name if name in _OPS else f"tir.{name}"
+        if key not in _OPS:
+            raise LoomValueError(f"unknown intrinsic op {name!r}; registered: {', '.join(sorted(_OPS))}")
+        inst = _INSTANCES.get(key)
+        if inst is None:
+            inst = _INSTANCES[key] = Op(key)
+        return inst
+
+    @property
+    def info(self) -> OpInfo:
+        return _OPS[self.name]
+
+    @classmethod
+    def __from_json_fields__(cls, name: str) -> Op:
+        return cls.get(name)  # one Op object per name, also after loading
+
+    def __attrs_post_init__(self) -> None:
+        if self.name not in _OPS:
+            raise LoomValueError(f"unknown intrinsic op {self.name!r}")
+
+
+def register_op(name: str, num_inputs: int, numpy_impl: Callable[..., Any] | None = None,
+                doc: str = "", pure: bool = True) -> Op:
+    """Register an intrinsic op.  Registering the same name twice is an error."""
+    if name in _OPS:
+        raise LoomError(f"intrinsic op {name!r} is already registered")
+    _OPS[name] = OpInfo(name, num_inputs, numpy_impl, doc, pure)
+    return Op.get(name)
+
+
+def register_lowering(op_name: str, target_kind: str, rule: Callable[[Any], Any], override: bool = False) -> None:
+    """Give ``op_name`` a lowering rule for ``target_kind``.
+
+    ``rule(call) -> PrimExpr`` returns the replacement of the call, typically a
+    ``Call`` of an extern function or of a backend intrinsic.
+    """
+    info = Op.get(op_name).info
+    if target_kind in info.lowering and not override:
+        raise LoomError(f"op {info.name!r} already has a lowering rule for target kind {target_kind!r}")
+    info.lowering[target_kind] = rule
+
+
+def lowering_rule(op: Op | str, target_kind: str) -> Callable[[Any], Any] | None:
+    """The lowering rule of ``op`` for ``target_kind`` (or for ``default``), or None."""
+    info = (Op.get(op) if isinstance(op, str) else op).info
+    return info.lowering.get(target_kind, info.lowering.get("default"))
+
+
+def list_ops() -> list[str]:
+    """Names of every registered intrinsic op."""
+    return sorted(_OPS)

@@ -1,0 +1,233 @@
+"""JSON save and load of any node graph.
+
+The format is a flat node table.  Each entry names a registered type key and
+its fields; a field that holds another node holds ``{"$ref": index}`` of an
+*earlier* entry, so shared sub-objects (a Var used in many places) are written
+once and come back as one object, and cycles cannot be expressed at all.
+
+    {"loom_json": 1, "root": 3, "nodes": [{"type": "tir.Var", "fields": {...}}, ...]}
+
+Loading never evaluates code: it only instantiates registered node types
+through their validating constructors.  Malformed, truncated, oversized or
+hostile input raises :class:`~loom.errors.SerializationError` and nothing else.
+
+>>> import loom
+>>> x = loom.var("x")
+>>> e = loom.load_json(loom.save_json(x * x + 1))
+>>> e.a.a is e.a.b  # x is one object after loading
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..errors import SerializationError
+from .dtype import DataType
+from .node import Node, fields_of, type_key_to_class
+from .structural import deep_recursion
+
+__all__ = ["save_json", "load_json", "FORMAT_VERSION", "MAX_JSON_BYTES", "MAX_NODES"]
+
+#: Version of the table format written by :func:`save_json`.
+FORMAT_VERSION = 1
+#: Inputs larger than this many characters are refused.
+MAX_JSON_BYTES = 256 << 20
+#: Tables with more entries than this are refused.
+MAX_NODES = 5_000_000
+#: Nesting depth of plain values (lists, maps) inside one entry.
+MAX_VALUE_DEPTH = 64
+
+# Upgraders from older format versions: {from_version: fn(document) -> document}.
+_UPGRADERS: dict[int, Any] = {}
+
+
+# ---------------------------------------------------------------------------
+# save
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.index: dict[int, int] = {}
+        self.nodes: list[dict[str, Any]] = []
+        self.keep: list[Any] = []
+
+    def node(self, n: Node) -> int:
+        found = self.index.get(id(n))
+        if found is not None:
+            return found
+        cls = type(n)
+        if type_key_to_class(cls.type_key) is not cls:
+            raise SerializationError(f"cannot save {cls.__qualname__}: it is not a registered node type")
+        fields = {f.name: self.value(getattr(n, f.name), f"{cls.type_key}.{f.name}") for f in fields_of(cls)}
+        self.index[id(n)] = len(self.nodes)
+        self.keep.append(n)
+        self.nodes.append({"type": cls.type_key, "fields": fields})
+        return len(self.nodes) - 1
+
+    def value(self, v: Any, where: str) -> Any:
+        if isinstance(v, Node):
+            return {"$ref": self.node(v)}
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return int(v)
+        if isinstance(v, float):
+            return v if math.isfinite(v) else {"$float": repr(v)}
+        if isinstance(v, DataType):
+            return {"$dtype": str(v)}
+        if isinstance(v, (tuple, list)):
+            return [self.value(x, where) for x in v]
+        if isinstance(v, dict):
+            return {"$map": [[self.value(k, where), self.value(x, where)] for k, x in v.items()]}
+        raise SerializationError(f"cannot save a {type(v).__name__} found in field {where}")
+
+
+def save_json(node: Any) -> str:
+    """Serialize a node (and everything it reaches) to a JSON string.
+
+    >>> import loom
+    >>> '"loom_json":1' in loom.save_json(loom.var("n"))
+    True
+    """
+    from .container import convert
+
+    root = node if isinstance(node, Node) else convert(node)
+    w = _Writer()
+    with deep_recursion():
+        idx = w.node(root)
+    return json.dumps({"loom_json": FORMAT_VERSION, "root": idx, "nodes": w.nodes}, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------
+# load
+
+
+def _bad(msg: str) -> SerializationError:
+    return SerializationError(f"load_json: {msg}")
+
+
+class _Reader:
+    def __init__(self, entries: list[Any]) -> None:
+        self.entries = entries
+        self.built: list[Any] = []
+
+    def build_all(self) -> None:
+        for i, entry in enumerate(self.entries):
+            self.built.append(self.build(i, entry))
+
+    def build(self, i: int, entry: Any) -> Node:
+        if not isinstance(entry, dict) or set(entry) != {"type", "fields"}:
+            raise _bad(f"node {i} must be an object with exactly 'type' and 'fields'")
+        key, fields = entry["type"], entry["fields"]
+        if not isinstance(key, str):
+            raise _bad(f"node {i}: 'type' must be a string")
+        cls = type_key_to_class(key)
+        if cls is None or not hasattr(cls, "__attrs_attrs__"):
+            raise _bad(f"node {i}: unknown or abstract type key {key!r}")
+        if not isinstance(fields, dict):
+            raise _bad(f"node {i} ({key}): 'fields' must be an object")
+        names = [f.name for f in fields_of(cls)]
+        unknown = set(fields) - set(names)
+        if unknown:
+            raise _bad(f"node {i} ({key}): unknown field(s) {sorted(unknown)}; expected {names}")
+        kwargs = {name: self.value(fields[name], i, key, 0) for name in names if name in fields}
+        factory = getattr(cls, "__from_json_fields__", None)
+        try:
+            return factory(**kwargs) if factory is not None else cls(**kwargs)
+        except SerializationError:
+            raise
+        except Exception as err:  # a validator refused a field: the input is wrong
+            raise _bad(f"node {i} ({key}) is invalid: {type(err).__name__}: {err}") from None
+
+    def value(self, v: Any, i: int, key: str, depth: int) -> Any:
+        if depth > MAX_VALUE_DEPTH:
+            raise _bad(f"node {i} ({key}): values nested deeper than {MAX_VALUE_DEPTH}")
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, list):
+            return tuple(self.value(x, i, key, depth + 1) for x in v)
+        if not isinstance(v, dict) or len(v) != 1:
+            raise _bad(f"node {i} ({key}): malformed value {str(v)[:80]}")
+        (tag, payload), = v.items()
+        if tag == "$ref":
+            if not isinstance(payload, int) or isinstance(payload, bool) or not 0 <= payload < i:
+                raise _bad(f"node {i} ({key}): reference {payload!r} does not name an earlier node")
+            return self.built[payload]
+        if tag == "$dtype" and isinstance(payload, str):
+            try:
+                return DataType.of(payload)
+            except Exception as err:
+                raise _bad(f"node {i} ({key}): {err}") from None
+        if tag == "$float" and payload in ("nan", "inf", "-inf"):
+            return float(payload)
+        if tag == "$map" and isinstance(payload, list):
+            out: dict[Any, Any] = {}
+            for item in payload:
+                if not isinstance(item, list) or len(item) != 2:
+                    raise _bad(f"node {i} ({key}): a map item must be a [key, value] pair")
+                k = self.value(item[0], i, key, depth + 1)
+                try:
+                    hash(k)
+                except TypeError:
+                    raise _bad(f"node {i} ({key}): unhashable map key") from None
+                out[k] = self.value(item[1], i, key, depth + 1)
+            return out
+        raise _bad(f"node {i} ({key}): unknown value tag {tag!r}")
+
+
+def load_json(text: str | bytes) -> Any:
+    """Rebuild the node saved by :func:`save_json`.
+
+    Raises :class:`~loom.errors.SerializationError` for any malformed input.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _bad(f"input is not UTF-8: {err}") from None
+    if not isinstance(text, str):
+        raise _bad(f"expected a JSON string, got {type(text).__name__}")
+    if len(text) > MAX_JSON_BYTES:
+        raise _bad(f"input of {len(text)} characters exceeds the limit of {MAX_JSON_BYTES}")
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except SerializationError:
+        raise
+    except RecursionError:
+        raise _bad("input is nested too deeply") from None
+    except (ValueError, TypeError) as err:
+        raise _bad(f"not valid JSON ({err})") from None
+    if not isinstance(doc, dict) or "loom_json" not in doc:
+        raise _bad("not a Loom document (no 'loom_json' version)")
+    version = doc.get("loom_json")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _bad(f"invalid format version {version!r}")
+    while version < FORMAT_VERSION and version in _UPGRADERS:
+        doc, version = _UPGRADERS[version](doc), version + 1
+    if version != FORMAT_VERSION:
+        raise _bad(f"format version {version} is not supported (this Loom reads version {FORMAT_VERSION})")
+    nodes, root = doc.get("nodes"), doc.get("root")
+    if set(doc) != {"loom_json", "root", "nodes"} or not isinstance(nodes, list):
+        raise _bad("the document must hold exactly 'loom_json', 'root' and a 'nodes' list")
+    if len(nodes) > MAX_NODES:
+        raise _bad(f"{len(nodes)} nodes exceed the limit of {MAX_NODES}")
+    if not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < len(nodes):
+        raise _bad(f"root {root!r} does not name a node")
+    reader = _Reader(nodes)
+    try:
+        with deep_recursion():
+            reader.build_all()
+    except SerializationError:
+        raise
+    except RecursionError:
+        raise _bad("input is nested too deeply") from None
+    except Exception as err:  # defensive: nothing else may escape
+        raise _bad(f"{type(err).__name__}: {err}") from None
+    return reader.built[root]
+
+
+def _reject_constant(name: str) -> Any:
+    raise _bad(f"non-standard JSON constant {name}")

@@ -1,0 +1,22 @@
+"""The core's own plugin: the ``interp`` target kind.
+
+It is registered through the same plugin manager as the installed backends
+(pytest's ``default_plugins`` pattern), so the core has no second code path.
+``interp`` runs a lowered program on the reference interpreter: slow, but it
+needs no compiler or GPU, and it is the oracle every backend is tested against.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loom.plugins import hookimpl
+
+
+@hookimpl
+def loom_target_kinds() -> list[Any]:
+    """Contribute the ``interp`` kind (device cpu, no attributes)."""
+    from loom.target import TargetKind
+
+    return [TargetKind("interp", "cpu", {}, default_keys=("cpu", "interp"),
+                       doc="reference interpreter: runs any lowered program, no compiler needed")]

@@ -1,0 +1,16 @@
+"""Shared test setup: hypothesis profiles and import paths for test helpers."""
+
+import os
+import sys
+
+from hypothesis import HealthCheck, settings
+
+# Test helper modules (ir_samples.py...) live beside the tests that use them.
+for sub in ("ir",):
+    path = os.path.join(os.path.dirname(__file__), sub)
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("LOOM_HYPOTHESIS_PROFILE", "default"))

@@ -1,0 +1,89 @@
+"""One sample instance per registered node type, shared by the JSON and structural tests.
+
+When a new node type is registered, add a sample here: ``test_every_registered_type_has_a_sample``
+fails until you do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import loom
+from loom.ir import expr as E
+from loom.ir import stmt as S
+from loom.ir.container import Array, Map
+from loom.ir.function import GlobalVar, IRModule, PrimFunc
+from loom.ir.op import Op
+from loom.target import CompilationConfig, Target, VirtualDevice
+
+#: Type-key prefixes used by tests and doctests for throwaway types.
+TEST_ONLY_PREFIXES = ("test.", "example.")
+
+
+def _x() -> E.Var:
+    return loom.var("x")
+
+
+def _buf() -> Any:
+    n = loom.size_var("n")
+    return loom.decl_buffer((n, 4), "float32", name="A", strides=[loom.var("s0"), 1], offset_factor=4)
+
+
+def _func() -> PrimFunc:
+    n = loom.var("n")
+    A = loom.decl_buffer((n,), "float32", name="A")
+    i = loom.var("i")
+    body = S.For(i, 0, n, "parallel", S.BufferStore(A, A[i] * 2.0, [i]), annotations={"pragma_unroll": 1})
+    return PrimFunc([A.data, n], body, buffer_map={A.data: A}, attrs={"global_symbol": "f", "restricted": True})
+
+
+def _binary(cls: type) -> Callable[[], Any]:
+    return lambda: cls(_x(), loom.const(3))
+
+
+def _cmp_bool(cls: type) -> Callable[[], Any]:
+    return lambda: cls(_x() > 1, _x() < 5)
+
+
+SAMPLES: dict[str, Callable[[], Any]] = {
+    "tir.Var": lambda: loom.var("v", "float16"),
+    "tir.SizeVar": lambda: loom.size_var("n", "int64"),
+    "tir.IntImm": lambda: loom.const(-(2**63), "int64"),
+    "tir.FloatImm": lambda: loom.const(float("-inf"), "float64"),
+    "tir.StringImm": lambda: E.StringImm("hello \"world\" \u00e9"),
+    "tir.Cast": lambda: E.Cast(loom.DataType.of("float32"), _x()),
+    **{f"tir.{c}": _binary(getattr(E, c)) for c in ("Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE")},
+    "tir.And": _cmp_bool(E.And),
+    "tir.Or": _cmp_bool(E.Or),
+    "tir.Not": lambda: E.Not(_x() > 0),
+    "tir.Select": lambda: E.Select(_x() > 0, _x(), loom.const(0)),
+    "tir.BufferLoad": lambda: _buf()[loom.var("i"), 2],
+    "tir.Ramp": lambda: E.Ramp(_x(), loom.const(2), 8),
+    "tir.Broadcast": lambda: E.Broadcast(loom.const(1.5), 4),
+    "tir.Let": lambda: (lambda v: E.Let(v, loom.const(2), v * v))(loom.var("t")),
+    "tir.Call": lambda: loom.exp(loom.var("y", "float32")),
+    "ir.Range": lambda: E.Range.from_min_extent(0, loom.var("n")),
+    "tir.IterVar": lambda: E.IterVar(E.Range.from_min_extent(0, 32), loom.var("tx"), "thread_index", "threadIdx.x"),
+    "Op": lambda: Op.get("tir.sqrt"),
+    "tir.Buffer": _buf,
+    "tir.LetStmt": lambda: (lambda v: S.LetStmt(v, loom.const(1), S.Evaluate(v + 1)))(loom.var("l")),
+    "tir.AttrStmt": lambda: S.AttrStmt(_buf(), "storage_alignment", 64, S.no_op()),
+    "tir.AssertStmt": lambda: S.AssertStmt(_x() > 0, "x must be positive", S.no_op()),
+    "tir.BufferStore": lambda: (lambda A: S.BufferStore(A, A[0, 1] + 1.0, [0, 1]))(_buf()),
+    "tir.Allocate": lambda: S.Allocate(loom.var("buf", "handle"), "int8", [16, 4], True, S.no_op(), "shared"),
+    "tir.For": lambda: _func().body,
+    "tir.While": lambda: S.While(_x() < 10, S.no_op()),
+    "tir.IfThenElse": lambda: S.IfThenElse(_x() < 10, S.no_op(), S.Evaluate(loom.const(1))),
+    "tir.Evaluate": lambda: S.Evaluate(loom.call_extern("int32", "puts", E.StringImm("hi"))),
+    "tir.SeqStmt": lambda: S.SeqStmt([S.no_op(), S.Evaluate(_x())]),
+    "ir.GlobalVar": lambda: GlobalVar("helper"),
+    "tir.PrimFunc": _func,
+    "ir.IRModule": lambda: IRModule({"f": _func(), "g": _func()}, attrs={"system_lib": False}),
+    "ir.Array": lambda: Array([loom.const(1), _x(), E.StringImm("s")]),
+    "ir.Map": lambda: Map({"a": loom.const(1), "b": Array([])}),
+    # Targets use the built-in `interp` kind so the samples need no backend installed.
+    "target.Target": lambda: Target("interp", host="interp"),
+    "target.VirtualDevice": lambda: VirtualDevice("cpu", 0, Target("interp"), "global"),
+    "target.CompilationConfig": lambda: CompilationConfig(None, "interp"),
+}
+
