@@ -24,8 +24,9 @@ from .ir.intrin import (
 )
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.serialize import load_json, save_json
-from . import ir, arith, target, testing
-from .target import Target, cpu, cuda, device
+from .ir.verify import is_well_formed, verify_well_formed
+from . import ir, arith, plugins, target, testing
+from .target import CompilationConfig, Device, Target, VirtualDevice, cpu, cuda, device
 
 __version__ = "0.1.0"
 
@@ -39,5 +40,7 @@ __all__ = [
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
     "reinterpret", "likely", "call_extern",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
-    "ir", "arith", "target", "testing", "Target", "cpu", "cuda", "device",
+    "verify_well_formed", "is_well_formed",
+    "ir", "arith", "plugins", "target", "testing", "Target", "Device", "VirtualDevice", "CompilationConfig",
+    "cpu", "cuda", "device",
 ]

@@ -108,6 +108,9 @@ class IntImm(PrimExpr):
     def __int__(self) -> int:
         return self.value
 
+    def __bool__(self) -> bool:
+        return self.value != 0  # constants are usable as Python conditions, as in TVM
+
     def __index__(self) -> int:
         return self.value
 

@@ -155,8 +155,8 @@ def _python_const(v: Any, like: DataType) -> E.PrimExpr:
     if hasattr(v, "as_expr"):
         return v.as_expr()
     elem = like.element_of()
-    if isinstance(v, (float, np.floating)) and not float(v).is_integer() and not elem.is_float:
-        c = const(v)  # a fractional literal promotes the expression to float
+    if isinstance(v, (float, np.floating)) and not elem.is_float:
+        c = const(v)  # a float literal promotes an integer expression to float32, as in TVM
     elif isinstance(v, (bool, np.bool_)) and not elem.is_bool:
         c = const(int(v), elem)
     elif elem.is_bool and not isinstance(v, (bool, np.bool_)):

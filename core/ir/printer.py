@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from . import expr as E
 from . import stmt as S
+from .buffer import Buffer
 from .dtype import DataType
 from .node import Node, fields_of
 
@@ -140,9 +141,9 @@ class _Printer:
         return self.const(v, explicit=True)[0] if isinstance(v, (E.IntImm, E.FloatImm)) else self.expr(v)
 
     def call(self, e: E.Call) -> tuple[str, int]:
-        args = [self.expr(a) for a in e.args]
         from .function import GlobalVar
 
+        args = [self.expr(a) for a in e.args]
         op = e.op
         if isinstance(op, GlobalVar):
             callee, natural = f"@{op.name_hint}", "int32"
@@ -226,7 +227,7 @@ class _Printer:
         """A reference to the node an AttrStmt annotates."""
         if isinstance(n, E.PrimExpr):
             return self.expr(n)
-        if isinstance(n, _buffer_type()):
+        if isinstance(n, Buffer):
             return self.buffer_name(n)
         return self.node(n)
 
@@ -277,7 +278,11 @@ class _Printer:
         if isinstance(n, E.PrimExpr):
             return self.expr(n)
         rule = _dispatch(_NODE_RULES, type(n))
-        return rule(self, n) if rule is not None else self.generic(n)
+        if rule is not None:
+            return rule(self, n)
+        if isinstance(n, Node) and type(n).__str__ is not Node.__str__:
+            return str(n)  # a node type with text of its own (a Target)
+        return self.generic(n)
 
     def module(self, m: Any) -> str:
         from .function import PrimFunc
@@ -313,7 +318,7 @@ class _Printer:
             return "{" + ", ".join(f"{self.value(k)}: {self.value(x)}" for k, x in items) + "}"
         if isinstance(v, str):  # StrEnum members included
             return repr(str(v))
-        if hasattr(v, "code") and hasattr(v, "lanes"):  # DataType
+        if isinstance(v, DataType):
             return repr(str(v))
         return repr(v)
 
@@ -324,12 +329,6 @@ def _natural_call_dtype(e: E.Call) -> Any:
         return None
     last = e.args[-1].dtype
     return DataType("bool", 1, last.lanes) if e.op.name == "tir.isnan" else last
-
-
-def _buffer_type() -> type:
-    from .buffer import Buffer
-
-    return Buffer
 
 
 def _is_zero(e: Any) -> bool:
@@ -401,7 +400,6 @@ _STMT_RULES: dict[type, Callable[[_Printer, Any, int, list[str]], None]] = {
 
 
 def _node_rules() -> dict[type, Callable[[_Printer, Any], str]]:
-    from .buffer import Buffer
     from .container import Array, Map
     from .function import GlobalVar, IRModule, PrimFunc
     from .op import Op

@@ -216,7 +216,8 @@ class _Checker:
         lanes = {1}
         for k, i in enumerate(idx):
             if not i.dtype.is_integer:
-                self.problem((path, f".indices[{k}]"), f"index {k} of {b.name} has dtype {i.dtype}; indices must be integers")
+                self.problem((path, f".indices[{k}]"),
+                             f"index {k} of {b.name} has dtype {i.dtype}; indices must be integers")
             lanes.add(i.dtype.lanes)
         if len(lanes) > 2:
             self.problem(path, f"vector indices of {b.name} disagree in lanes: {sorted(lanes - {1})}")
@@ -359,7 +360,8 @@ def verify_well_formed(func_or_mod: PrimFunc | IRModule, *, assert_mode: bool = 
     if assert_mode:
         what = f"{type(func_or_mod).__name__} {funcs[0][0]!r}" if module is None else "IRModule"
         lines = "\n".join(f"  - {p}" for p in problems)
-        err = VerifyError(f"{what} is not well formed ({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n{lines}")
+        plural = "s" if len(problems) > 1 else ""
+        err = VerifyError(f"{what} is not well formed ({len(problems)} problem{plural}):\n{lines}")
         err.problems = problems  # type: ignore[attr-defined]
         raise err
     return False
