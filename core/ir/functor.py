@@ -36,18 +36,25 @@ def _method_table(owner: type, cls: type) -> Callable[[Any, Any], Any]:
     return owner.generic_visit
 
 
-class Visitor:
-    """Walks a tree, calling ``visit_<Class>`` where defined, else visiting children."""
+class _Dispatch:
+    """``visit`` dispatches to ``visit_<Class>`` (nearest in the MRO) or ``generic_visit``."""
 
     _tables: dict[type, dict[type, Callable[[Any, Any], Any]]] = {}
 
     def visit(self, node: Any) -> Any:
         owner = type(self)
-        table = Visitor._tables.setdefault(owner, {})
+        table = _Dispatch._tables.setdefault(owner, {})
         fn = table.get(type(node))
         if fn is None:
             fn = table[type(node)] = _method_table(owner, type(node))
         return fn(self, node)
+
+    def generic_visit(self, node: Any) -> Any:  # pragma: no cover - overridden below
+        raise NotImplementedError
+
+
+class Visitor(_Dispatch):
+    """Walks a tree, calling ``visit_<Class>`` where defined, else visiting children."""
 
     def generic_visit(self, node: Any) -> None:
         if not isinstance(node, Node):
@@ -67,18 +74,8 @@ class Visitor:
                 self._visit_value(x)
 
 
-class Mutator:
+class Mutator(_Dispatch):
     """Rebuilds a tree bottom-up; unchanged subtrees come back as the same object."""
-
-    _tables: dict[type, dict[type, Callable[[Any, Any], Any]]] = {}
-
-    def visit(self, node: Any) -> Any:
-        owner = type(self)
-        table = Mutator._tables.setdefault(owner, {})
-        fn = table.get(type(node))
-        if fn is None:
-            fn = table[type(node)] = _method_table(owner, type(node))
-        return fn(self, node)
 
     def generic_visit(self, node: Any) -> Any:
         if not isinstance(node, Node):

@@ -188,25 +188,31 @@ def _lazy(types: Any) -> Any:
 _UNSET: Any = object()
 
 
-def child(types: Any, *, default: Any = _UNSET, optional: bool = False, binds: bool = False,
-          converter: Callable[[Any], Any] | None = None) -> Any:
-    """A field holding one node.  ``binds=True`` marks a binding site (a loop var)."""
+def _type_check(types: Any, optional: bool) -> Callable[[Any, str, Any], None]:
+    """A check ``(inst, where, v)`` that ``v`` is an instance of ``types`` (resolved lazily)."""
     resolved: list[Any] = []
 
-    def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
+    def check(inst: Any, where: str, v: Any) -> None:
         if not resolved:
             resolved.append(_lazy(types))
         if v is None and optional:
             return
         if not isinstance(v, resolved[0]):
             raise LoomTypeError(
-                f"{type(inst).__name__}.{attr.name} expects {_type_name(resolved[0])}, got {type(v).__name__}"
+                f"{type(inst).__name__}.{where} expects {_type_name(resolved[0])}, got {type(v).__name__}"
             )
 
+    return check
+
+
+def child(types: Any, *, default: Any = _UNSET, optional: bool = False, binds: bool = False,
+          converter: Callable[[Any], Any] | None = None) -> Any:
+    """A field holding one node.  ``binds=True`` marks a binding site (a loop var)."""
+    check = _type_check(types, optional)
     if default is _UNSET:
         default = None if optional else attrs.NOTHING
-    return attrs.field(default=default, validator=validate, converter=converter,
-                       metadata={"binds": binds, "kind": "child"})
+    return attrs.field(default=default, validator=lambda inst, attr, v: check(inst, attr.name, v),
+                       converter=converter, metadata={"binds": binds, "kind": "child"})
 
 
 def _to_tuple(v: Any) -> Any:
@@ -220,7 +226,7 @@ def _to_tuple(v: Any) -> Any:
 def children(types: Any, *, default: Any = attrs.NOTHING, binds: bool = False,
              element_converter: Callable[[Any], Any] | None = None) -> Any:
     """A field holding a tuple of nodes (lists are converted)."""
-    resolved: list[Any] = []
+    check = _type_check(types, False)
 
     def convert(v: Any) -> Any:
         v = _to_tuple(v)
@@ -229,15 +235,10 @@ def children(types: Any, *, default: Any = attrs.NOTHING, binds: bool = False,
         return v
 
     def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
-        if not resolved:
-            resolved.append(_lazy(types))
         if not isinstance(v, tuple):
             raise LoomTypeError(f"{type(inst).__name__}.{attr.name} expects a sequence, got {type(v).__name__}")
         for i, x in enumerate(v):
-            if not isinstance(x, resolved[0]):
-                raise LoomTypeError(
-                    f"{type(inst).__name__}.{attr.name}[{i}] expects {_type_name(resolved[0])}, got {type(x).__name__}"
-                )
+            check(inst, f"{attr.name}[{i}]", x)
 
     if default is not attrs.NOTHING and isinstance(default, tuple):
         default = attrs.Factory(lambda d=default: d)
@@ -248,20 +249,11 @@ def children(types: Any, *, default: Any = attrs.NOTHING, binds: bool = False,
 def value(types: Any, *, default: Any = attrs.NOTHING, optional: bool = False,
           converter: Callable[[Any], Any] | None = None) -> Any:
     """A field holding a plain value (str, int, float, bool, DataType, enum)."""
-    resolved: list[Any] = []
-
-    def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
-        if not resolved:
-            resolved.append(_lazy(types))
-        if v is None and optional:
-            return
-        t = resolved[0]
-        if not isinstance(v, t):
-            raise LoomTypeError(f"{type(inst).__name__}.{attr.name} expects {_type_name(t)}, got {type(v).__name__}")
-
+    check = _type_check(types, optional)
     if optional and default is attrs.NOTHING:
         default = None
-    return attrs.field(default=default, converter=converter, validator=validate, metadata={"kind": "value"})
+    return attrs.field(default=default, converter=converter, validator=lambda inst, attr, v: check(inst, attr.name, v),
+                       metadata={"kind": "value"})
 
 
 def _to_dict(v: Any) -> Any:
