@@ -297,11 +297,10 @@ def reset_plugin_manager() -> None:
 
 def _reset_kind_cache() -> None:
     # Only a registry that was already imported can hold a stale cache.
-    for modname in ("loom.target.kind", "loom.target"):
-        reset = getattr(sys.modules.get(modname), "reset_kind_cache", None)
+    for modname, fn in (("loom.target.kind", "reset_kind_cache"), ("loom.ir.op", "reset_plugin_rules")):
+        reset = getattr(sys.modules.get(modname), fn, None)
         if callable(reset):
             reset()
-            return
 
 
 def _version_of(plugin: object) -> str | None:

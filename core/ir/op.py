@@ -20,7 +20,7 @@ import attrs
 from ..errors import LoomError, LoomValueError
 from .node import Node, register_object, value
 
-__all__ = ["Op", "OpInfo", "register_op", "register_lowering", "lowering_rule", "list_ops"]
+__all__ = ["Op", "OpInfo", "register_op", "register_lowering", "lowering_rule", "list_ops", "reset_plugin_rules"]
 
 
 @attrs.define
@@ -92,9 +92,47 @@ def register_lowering(op_name: str, target_kind: str, rule: Callable[[Any], Any]
 
 
 def lowering_rule(op: Op | str, target_kind: str) -> Callable[[Any], Any] | None:
-    """The lowering rule of ``op`` for ``target_kind`` (or for ``default``), or None."""
+    """The lowering rule of ``op`` for ``target_kind`` (or for ``default``), or None.
+
+    Rules registered directly win over rules that plugins contribute through the
+    ``loom_intrinsic_rules`` hook.
+    """
     info = (Op.get(op) if isinstance(op, str) else op).info
-    return info.lowering.get(target_kind, info.lowering.get("default"))
+    for kind in (target_kind, "default"):
+        rule = info.lowering.get(kind) or _plugin_rules(kind).get(info.name)
+        if rule is not None:
+            return rule
+    return None
+
+
+_PLUGIN_RULES: dict[str, dict[str, Callable[[Any], Any]]] = {}
+
+
+def _plugin_rules(target_kind: str) -> dict[str, Callable[[Any], Any]]:
+    """Rules contributed by plugins for one target kind, asked once and cached."""
+    found = _PLUGIN_RULES.get(target_kind)
+    if found is not None:
+        return found
+    from ..errors import PluginError
+    from ..plugins import get_plugin_manager
+
+    found, owner = {}, {}
+    for impl in get_plugin_manager().hook.loom_intrinsic_rules.get_hookimpls():
+        rules = impl.function(target_kind=target_kind) or {}
+        if not isinstance(rules, dict):
+            raise PluginError(f"plugin {impl.plugin_name!r}: loom_intrinsic_rules must return a dict, got {type(rules).__name__}")
+        for name, rule in rules.items():
+            key = Op.get(name).name
+            if key in found:
+                raise PluginError(f"plugins {owner[key]!r} and {impl.plugin_name!r} both give a {target_kind!r} rule for {key}")
+            found[key], owner[key] = rule, impl.plugin_name
+    _PLUGIN_RULES[target_kind] = found
+    return found
+
+
+def reset_plugin_rules() -> None:
+    """Forget cached plugin rules (after plugins are registered or removed)."""
+    _PLUGIN_RULES.clear()
 
 
 def list_ops() -> list[str]:
