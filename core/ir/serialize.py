@@ -54,22 +54,29 @@ class _Writer:
         self.nodes: list[dict[str, Any]] = []
         self.keep: list[Any] = []
 
-    def node(self, n: Node) -> int:
-        found = self.index.get(id(n))
-        if found is not None:
-            return found
-        cls = type(n)
-        if type_key_to_class(cls.type_key) is not cls:
-            raise SerializationError(f"cannot save {cls.__qualname__}: it is not a registered node type")
-        fields = {f.name: self.value(getattr(n, f.name), f"{cls.type_key}.{f.name}") for f in fields_of(cls)}
-        self.index[id(n)] = len(self.nodes)
-        self.keep.append(n)
-        self.nodes.append({"type": cls.type_key, "fields": fields})
-        return len(self.nodes) - 1
+    def node(self, root: Node) -> int:
+        """Add ``root`` and everything below it, children first (iteratively: trees can be deep)."""
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if id(n) in self.index:
+                continue
+            if not expanded:
+                stack.append((n, True))
+                stack.extend((c, False) for c in reversed(_child_nodes(n)) if id(c) not in self.index)
+                continue
+            cls = type(n)
+            if type_key_to_class(cls.type_key) is not cls:
+                raise SerializationError(f"cannot save {cls.__qualname__}: it is not a registered node type")
+            fields = {f.name: self.value(getattr(n, f.name), f"{cls.type_key}.{f.name}") for f in fields_of(cls)}
+            self.index[id(n)] = len(self.nodes)
+            self.keep.append(n)
+            self.nodes.append({"type": cls.type_key, "fields": fields})
+        return self.index[id(root)]
 
     def value(self, v: Any, where: str) -> Any:
         if isinstance(v, Node):
-            return {"$ref": self.node(v)}
+            return {"$ref": self.index[id(v)]}  # children were added first
         if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, int):
@@ -85,6 +92,25 @@ class _Writer:
         raise SerializationError(f"cannot save a {type(v).__name__} found in field {where}")
 
 
+def _child_nodes(n: Node) -> list[Node]:
+    out: list[Node] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, Node):
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+
+    for f in fields_of(type(n)):
+        walk(getattr(n, f.name))
+    return out
+
+
 def save_json(node: Any) -> str:
     """Serialize a node (and everything it reaches) to a JSON string.
 
@@ -96,8 +122,7 @@ def save_json(node: Any) -> str:
 
     root = node if isinstance(node, Node) else convert(node)
     w = _Writer()
-    with deep_recursion():
-        idx = w.node(root)
+    idx = w.node(root)
     return json.dumps({"loom_json": FORMAT_VERSION, "root": idx, "nodes": w.nodes}, separators=(",", ":"))
 
 

@@ -32,7 +32,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..errors import LoomValueError
+from ..errors import LoomError, LoomValueError
 from .node import Node, fields_of
 
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch"]
@@ -44,12 +44,17 @@ class StructuralMismatch(LoomValueError):
 
 @contextmanager
 def deep_recursion(limit: int = 50000) -> Iterator[None]:
-    """Allow deep IR trees (long chains of lets or sums) to be walked recursively."""
+    """Allow deep IR trees (long chains of lets or sums) to be walked recursively.
+
+    A tree deeper than even that raises a :class:`LoomError`, never RecursionError.
+    """
     old = sys.getrecursionlimit()
     if old < limit:
         sys.setrecursionlimit(limit)
     try:
         yield
+    except RecursionError:
+        raise LoomError("the IR tree is too deep to walk (thousands of nested levels)") from None
     finally:
         if old < limit:
             sys.setrecursionlimit(old)

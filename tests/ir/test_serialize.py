@@ -205,3 +205,31 @@ def test_saving_unknown_values_fails_cleanly():
 
     with pytest.raises(SerializationError):
         loom.save_json(Map({"k": loom.const(1)}).with_(data={"k": object()}))
+
+
+def test_very_deep_trees_save_load_or_fail_cleanly_in_a_subprocess():
+    """A 20000-deep sum saves and loads; walking a 100000-deep one is a LoomError, not a crash."""
+    import subprocess
+    import sys
+
+    code = """
+import loom
+from loom.ir import Add
+def deep(n):
+    e, c = loom.var("x"), loom.const(1)
+    for _ in range(n):
+        e = Add(e, c)
+    return e
+e = deep(20000)
+back = loom.load_json(loom.save_json(e))
+assert type(back) is Add and back.b.value == 1
+try:
+    loom.structural_equal(deep(100000), deep(100000), map_free_vars=True)
+except loom.LoomError:
+    print("clean error")
+else:
+    print("compared")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() in ("clean error", "compared")
