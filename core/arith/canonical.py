@@ -1,0 +1,269 @@
+"""Canonical form of integer index expressions: ``sum(coeff * atom) + const``.
+
+Addition, subtraction and multiplication modulo ``2**bits`` form a ring, so
+collecting like terms is exact even when the arithmetic wraps around:
+``(x + y) - x`` is ``y`` for every ``x`` and ``y``.  Atoms are variables and
+everything that is not ring arithmetic (products of non-constants, min, max,
+select, loads, and floordiv/floormod whose operands are themselves canonical).
+Terms are sorted by coefficient magnitude, then by :func:`order_key`, so
+equal sums print the same.
+
+Division is not a ring operation.  ``floordiv(c*Q + R, c) = Q + floordiv(R, c)``
+holds for the *mathematical* values, so the split is made only when bounds
+prove that neither ``c*Q + R`` nor ``R`` can overflow.  ``floormod`` splits
+the same way, and unconditionally when ``c`` divides ``2**bits`` (residues
+modulo such ``c`` survive wrap-around).
+
+>>> import loom
+>>> from loom.arith import canonical_simplify
+>>> x, y = loom.var("x"), loom.var("y")
+>>> str(canonical_simplify((x * 8 + y) - (y + 8 * x)))
+'0'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir import expr as E
+from ..ir.node import fields_of
+from ._exprkey import order_key, struct_key
+from ._intmath import Interval, divides_wrap, fits, is_int_type, signed_wrap, wrap
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
+
+__all__ = ["CanonicalSimplifier", "SumForm"]
+
+
+class SumForm:
+    """A mutable ``sum(coeff * atom) + const`` with coefficients modulo ``2**bits``.
+
+    Coefficients and the constant are kept as signed representatives.
+    """
+
+    __slots__ = ("dtype", "terms", "const")
+
+    def __init__(self, dtype: Any, const: int = 0) -> None:
+        self.dtype = dtype
+        self.terms: dict[Any, list[Any]] = {}  # struct key -> [atom, coeff]
+        self.const = signed_wrap(const, dtype.bits)
+
+    @staticmethod
+    def atom(e: E.PrimExpr, coeff: int = 1) -> SumForm:
+        s = SumForm(e.dtype)
+        s.add_term(e, coeff)
+        return s
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def add_term(self, atom: E.PrimExpr, coeff: int, key: Any = None) -> None:
+        key = struct_key(atom) if key is None else key
+        slot = self.terms.get(key)
+        if slot is None:
+            slot = self.terms[key] = [atom, 0]
+        slot[1] = signed_wrap(slot[1] + coeff, self.dtype.bits)
+        if slot[1] == 0:
+            del self.terms[key]
+
+    def add(self, other: SumForm, scale: int = 1) -> SumForm:
+        for key, (atom, k) in other.terms.items():
+            self.add_term(atom, k * scale, key)
+        self.const = signed_wrap(self.const + other.const * scale, self.dtype.bits)
+        return self
+
+    def scaled(self, k: int) -> SumForm:
+        return SumForm(self.dtype).add(self, k)
+
+    def split(self, c: int) -> tuple[SumForm, SumForm]:
+        """``(Q, R)`` with ``self == c*Q + R`` term by term; R keeps what ``c`` does not divide."""
+        q, r = SumForm(self.dtype), SumForm(self.dtype)
+        for key, (atom, k) in self.terms.items():
+            if k % c == 0:
+                q.add_term(atom, k // c, key)
+            else:
+                r.add_term(atom, k, key)
+        q.const, r.const = self.const // c, self.const % c
+        return q, r
+
+
+_DIVMOD_PAIRS = ((E.FloorMod, E.FloorDiv), (E.Mod, E.Div))
+
+
+class CanonicalSimplifier:
+    """Rewrites scalar integer arithmetic into canonical sums (see module docstring)."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.an = analyzer
+
+    def __call__(self, e: E.PrimExpr) -> E.PrimExpr:
+        return self.visit(e)
+
+    def visit(self, e: E.PrimExpr) -> E.PrimExpr:
+        if is_int_type(e.dtype) and e.dtype.lanes == 1:
+            return self.render(self.to_sum(e))
+        return self._rebuild(e)
+
+    # -- expression -> sum -------------------------------------------------
+    def to_sum(self, e: E.PrimExpr) -> SumForm:
+        t = e.dtype
+        if isinstance(e, E.IntImm):
+            return SumForm(t, e.value)
+        if isinstance(e, E.Add):
+            return self.to_sum(e.a).add(self.to_sum(e.b))
+        if isinstance(e, E.Sub):
+            return self.to_sum(e.a).add(self.to_sum(e.b), -1)
+        if isinstance(e, E.Mul):
+            return self._mul(e)
+        if isinstance(e, (E.FloorDiv, E.Div, E.FloorMod, E.Mod)):
+            return self._divmod(e)
+        if isinstance(e, E.Var):
+            bound = self.an._subst.get(e)
+            return self.to_sum(bound) if bound is not None else SumForm.atom(e)
+        return SumForm.atom(self._rebuild(e))
+
+    def _mul(self, e: E.Mul) -> SumForm:
+        a, b = self.to_sum(e.a), self.to_sum(e.b)
+        if b.is_const:
+            return a.scaled(b.const)
+        if a.is_const:
+            return b.scaled(a.const)
+        (ra, ka), (rb, kb) = self._factor(a), self._factor(b)
+        if order_key(rb) < order_key(ra):
+            ra, rb = rb, ra
+        return SumForm.atom(E.Mul(ra, rb), ka * kb)
+
+    def _factor(self, s: SumForm) -> tuple[E.PrimExpr, int]:
+        """``(atom, k)`` for a single term ``k * atom``, else ``(render(s), 1)``."""
+        if s.const == 0 and len(s.terms) == 1:
+            atom, k = next(iter(s.terms.values()))
+            return atom, k
+        return self.render(s), 1
+
+    def _divmod(self, e: E.BinaryOp) -> SumForm:
+        a, b = self.to_sum(e.a), self.visit(e.b)
+        c = b.value if isinstance(b, E.IntImm) else None
+        is_div = isinstance(e, (E.FloorDiv, E.Div))
+        if c in (1, -1):
+            # x // 1 == x and x // -1 == -x (INT_MIN wraps to itself both ways); x % +-1 == 0
+            return a.scaled(c) if is_div else SumForm(e.dtype)
+        floor = isinstance(e, (E.FloorDiv, E.FloorMod))
+        if c is not None and c > 0 and (floor or self._nonneg(a)):  # truncation == flooring for a >= 0
+            out = self._split_div(a, c) if is_div else self._split_mod(a, c)
+            if out is not None:
+                return out
+            op = E.FloorDiv if is_div else E.FloorMod
+        else:
+            op = type(e)
+        return SumForm.atom(op(self.render(a), b))
+
+    def _split_div(self, s: SumForm, c: int) -> Optional[SumForm]:
+        q, r = s.split(c)
+        r_iv = self._sum_interval(r)
+        if self._sum_interval(s) is None or r_iv is None:
+            return None
+        lo, hi = r_iv
+        if lo // c == hi // c:
+            return q.add(SumForm(s.dtype, lo // c))
+        return q.add(SumForm.atom(E.FloorDiv(self.render(r), E.IntImm(s.dtype, c))))
+
+    def _split_mod(self, s: SumForm, c: int) -> Optional[SumForm]:
+        q, r = s.split(c)
+        r_iv = self._sum_interval(r)
+        if not divides_wrap(c, s.dtype) and (self._sum_interval(s) is None or r_iv is None):
+            return None
+        if r_iv is not None and r_iv[0] >= 0 and r_iv[1] < c:
+            return r
+        return SumForm.atom(E.FloorMod(self.render(r), E.IntImm(s.dtype, c)))
+
+    def _sum_interval(self, s: SumForm) -> Optional[Interval]:
+        """The exact interval of the sum of the atoms' actual values, or None
+        when that may leave the dtype (then the wrapped value is something else)."""
+        lo = hi = s.const
+        for atom, k in s.terms.values():
+            alo, ahi = self.an._interval(atom)
+            lo, hi = lo + min(k * alo, k * ahi), hi + max(k * alo, k * ahi)
+        return (lo, hi) if fits(lo, hi, s.dtype) else None
+
+    def _nonneg(self, s: SumForm) -> bool:
+        iv = self._sum_interval(s)
+        return iv is not None and iv[0] >= 0
+
+    # -- sum -> expression -------------------------------------------------
+    def _merge_divmod(self, s: SumForm) -> None:
+        """``k*(x // y)*y + k*(x % y)`` is ``k*x`` (exact, also when wrapping).
+
+        With a constant ``y == c`` the quotient is the atom ``x // c`` with
+        coefficient ``k*c``; otherwise it is the product atom ``(x // y) * y``.
+        """
+        for key, (atom, k) in list(s.terms.items()):
+            for mod_op, div_op in _DIVMOD_PAIRS:
+                if type(atom) is not mod_op or key not in s.terms:
+                    continue
+                quot = div_op(atom.a, atom.b)
+                if isinstance(atom.b, E.IntImm):
+                    wanted = [(struct_key(quot), signed_wrap(k * atom.b.value, s.dtype.bits))]
+                else:
+                    wanted = [(struct_key(E.Mul(p, q)), k) for p, q in ((quot, atom.b), (atom.b, quot))]
+                for dkey, coeff in wanted:
+                    other = s.terms.get(dkey)
+                    if other is not None and other[1] == coeff:
+                        del s.terms[key], s.terms[dkey]
+                        s.add(self.to_sum(atom.a), k)
+                        break
+
+    def render(self, s: SumForm) -> E.PrimExpr:
+        t = s.dtype
+        self._merge_divmod(s)
+        # Larger coefficients first (row-major index order: i * 16 + j), then by name.
+        items = sorted(s.terms.values(), key=lambda p: (-abs(p[1]), order_key(p[0])))
+        pos = [(a, k) for a, k in items if k > 0]
+        neg = [(a, -k) for a, k in items if k < 0]
+        c = s.const
+        out: Optional[E.PrimExpr] = None
+        for a, k in pos:
+            term = a if k == 1 else E.Mul(a, E.IntImm(t, k))
+            out = term if out is None else E.Add(out, term)
+        if out is None and neg:
+            if c > 0:
+                out, c = E.IntImm(t, c), 0  # 5 - x
+            else:
+                a, k = neg.pop(0)
+                out = E.Mul(a, E.IntImm(t, wrap(-k, t)))  # x * -1
+        for a, k in neg:
+            if fits(k, k, t):
+                out = E.Sub(out, a if k == 1 else E.Mul(a, E.IntImm(t, k)))
+            else:  # the magnitude of INT_MIN does not fit: add the coefficient itself
+                out = E.Add(out, E.Mul(a, E.IntImm(t, wrap(-k, t))))
+        if out is None:
+            return E.IntImm(t, wrap(c, t))
+        if c > 0:
+            return E.Add(out, E.IntImm(t, c))
+        if c < 0:
+            return E.Sub(out, E.IntImm(t, -c)) if fits(-c, -c, t) else E.Add(out, E.IntImm(t, wrap(c, t)))
+        return out
+
+    # -- everything else -----------------------------------------------------
+    def _rebuild(self, e: E.PrimExpr) -> E.PrimExpr:
+        if isinstance(e, E.Let):
+            value = self.visit(e.value)
+            with self.an._let_scope(e.var, value):
+                body = self.visit(e.body)
+            return e.with_(value=value, body=body)
+        changes: dict[str, Any] = {}
+        for f in fields_of(type(e)):
+            if f.metadata.get("binds"):
+                continue
+            v = getattr(e, f.name)
+            if isinstance(v, E.PrimExpr):
+                nv: Any = self.visit(v)
+            elif isinstance(v, tuple) and v and all(isinstance(x, E.PrimExpr) for x in v):
+                new = tuple(self.visit(x) for x in v)
+                nv = v if all(p is q for p, q in zip(new, v)) else new
+            else:
+                continue
+            if nv is not v:
+                changes[f.name] = nv
+        return e.with_(**changes) if changes else e

@@ -1,0 +1,190 @@
+"""Modular set analysis: every value of an expression is ``coeff * k + base``.
+
+``coeff == 0`` means the expression is the constant ``base``; ``coeff == 1``
+says nothing.  Otherwise ``0 <= base < coeff``.  The simplifier uses it to
+prove divisibility (``floormod(x * 8 + 4, 4) == 0``).
+
+Wrap-around: a value computed modulo ``2**bits`` keeps its residue modulo any
+divisor of ``2**bits``.  So when bounds cannot rule out overflow, the
+coefficient is reduced to its greatest common divisor with ``2**bits``.
+
+>>> import loom
+>>> from loom.arith import Analyzer
+>>> x = loom.var("x")
+>>> an = Analyzer()
+>>> an.bind(x, loom.ir.Range.from_min_extent(0, 100))
+>>> an.modular_set(x * 8 + 4)
+ModularSet(coeff=8, base=4)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterator, Optional
+
+import attrs
+
+from ..ir import expr as E
+from ._intmath import Interval, fits, is_int_type, iv_add, iv_mul, iv_sub, wrap
+
+__all__ = ["ModularSet", "ModularSetAnalyzer"]
+
+
+@attrs.frozen
+class ModularSet:
+    """The set ``{coeff * k + base}``; see the module docstring."""
+
+    coeff: int
+    base: int
+
+    @staticmethod
+    def make(coeff: int, base: int) -> ModularSet:
+        coeff = abs(coeff)
+        return ModularSet(coeff, base % coeff if coeff else base)
+
+    @staticmethod
+    def everything() -> ModularSet:
+        return ModularSet(1, 0)
+
+    @property
+    def is_const(self) -> bool:
+        return self.coeff == 0
+
+    def __iter__(self) -> Iterator[int]:
+        """``coeff, base = modular_set`` unpacks the pair."""
+        return iter((self.coeff, self.base))
+
+    def union(self, other: ModularSet) -> ModularSet:
+        return ModularSet.make(math.gcd(self.coeff, other.coeff, abs(self.base - other.base)), self.base)
+
+    def divisible_by(self, c: int) -> bool:
+        """True when every value is a multiple of ``c``."""
+        return self.coeff % c == 0 and self.base % c == 0 if c else False
+
+
+_ANY = ModularSet(1, 0)
+
+
+class ModularSetAnalyzer:
+    """Bottom-up modular analysis; ``interval(e)`` supplies bounds to detect overflow."""
+
+    def __init__(self, lookup: Callable[[E.Var], Optional[ModularSet]],
+                 interval: Callable[[E.PrimExpr], Interval]) -> None:
+        self._lookup = lookup
+        self._interval = interval
+        self._let: dict[E.Var, ModularSet] = {}
+
+    def __call__(self, e: E.PrimExpr) -> ModularSet:
+        if not is_int_type(e.dtype):
+            return _ANY
+        handler = _HANDLERS.get(type(e))
+        return handler(self, e) if handler is not None else _ANY
+
+    def _wrapped(self, m: ModularSet, exact: Interval, e: E.PrimExpr) -> ModularSet:
+        """``m`` for the exact result; weakened when the result may wrap."""
+        t = e.dtype.element_of()
+        if fits(exact[0], exact[1], t):
+            return m
+        if m.coeff == 0:
+            return ModularSet(0, wrap(m.base, t))
+        return ModularSet.make(math.gcd(m.coeff, 1 << t.bits), m.base)
+
+    def _int(self, e: E.IntImm) -> ModularSet:
+        return ModularSet(0, e.value)
+
+    def _var(self, e: E.Var) -> ModularSet:
+        if e in self._let:
+            return self._let[e]
+        return self._lookup(e) or _ANY
+
+    def _add(self, e: E.Add) -> ModularSet:
+        a, b = self(e.a), self(e.b)
+        m = ModularSet.make(math.gcd(a.coeff, b.coeff), a.base + b.base)
+        return self._wrapped(m, iv_add(self._interval(e.a), self._interval(e.b)), e)
+
+    def _sub(self, e: E.Sub) -> ModularSet:
+        a, b = self(e.a), self(e.b)
+        m = ModularSet.make(math.gcd(a.coeff, b.coeff), a.base - b.base)
+        return self._wrapped(m, iv_sub(self._interval(e.a), self._interval(e.b)), e)
+
+    def _mul(self, e: E.Mul) -> ModularSet:
+        a, b = self(e.a), self(e.b)
+        m = ModularSet.make(math.gcd(a.coeff * b.coeff, a.coeff * b.base, b.coeff * a.base), a.base * b.base)
+        return self._wrapped(m, iv_mul(self._interval(e.a), self._interval(e.b)), e)
+
+    def _const_divisor(self, e: E.BinaryOp) -> Optional[int]:
+        if isinstance(e.b, E.IntImm) and e.b.value > 0:
+            if isinstance(e, (E.FloorDiv, E.FloorMod)) or self._interval(e.a)[0] >= 0:
+                return e.b.value  # truncation equals flooring for a >= 0
+        return None
+
+    def _div(self, e: E.BinaryOp) -> ModularSet:
+        c = self._const_divisor(e)
+        if c is None:
+            return _ANY
+        a = self(e.a)
+        if a.coeff == 0:
+            return ModularSet(0, a.base // c)
+        if a.coeff % c == 0:
+            return ModularSet.make(a.coeff // c, a.base // c)
+        return _ANY
+
+    def _mod(self, e: E.BinaryOp) -> ModularSet:
+        c = self._const_divisor(e)
+        if c is None:
+            return _ANY
+        a = self(e.a)
+        g = math.gcd(a.coeff, c)
+        return ModularSet(0, a.base % c) if g == c else ModularSet.make(g, a.base)
+
+    def _union2(self, e: E.BinaryOp) -> ModularSet:
+        return self(e.a).union(self(e.b))
+
+    def _select(self, e: E.Select) -> ModularSet:
+        return self(e.true_value).union(self(e.false_value))
+
+    def _cast(self, e: E.Cast) -> ModularSet:
+        if not is_int_type(e.value.dtype):
+            return _ANY
+        return self._wrapped(self(e.value), self._interval(e.value), e)
+
+    def _let_expr(self, e: E.Let) -> ModularSet:
+        saved = self._let.get(e.var)
+        self._let[e.var] = self(e.value)
+        try:
+            return self(e.body)
+        finally:
+            if saved is None:
+                del self._let[e.var]
+            else:
+                self._let[e.var] = saved
+
+    def _broadcast(self, e: E.Broadcast) -> ModularSet:
+        return self(e.value)
+
+    def _ramp(self, e: E.Ramp) -> ModularSet:
+        base, stride = self(e.base), self(e.stride)
+        m = ModularSet.make(math.gcd(base.coeff, stride.coeff, stride.base), base.base)
+        steps = iv_mul(self._interval(e.stride), (0, e.lanes - 1))
+        return self._wrapped(m, iv_add(self._interval(e.base), steps), e)
+
+
+_HANDLERS: dict[type, Callable[[ModularSetAnalyzer, E.PrimExpr], ModularSet]] = {
+    E.IntImm: ModularSetAnalyzer._int,
+    E.Var: ModularSetAnalyzer._var,
+    E.SizeVar: ModularSetAnalyzer._var,
+    E.Add: ModularSetAnalyzer._add,
+    E.Sub: ModularSetAnalyzer._sub,
+    E.Mul: ModularSetAnalyzer._mul,
+    E.FloorDiv: ModularSetAnalyzer._div,
+    E.Div: ModularSetAnalyzer._div,
+    E.FloorMod: ModularSetAnalyzer._mod,
+    E.Mod: ModularSetAnalyzer._mod,
+    E.Min: ModularSetAnalyzer._union2,
+    E.Max: ModularSetAnalyzer._union2,
+    E.Select: ModularSetAnalyzer._select,
+    E.Cast: ModularSetAnalyzer._cast,
+    E.Let: ModularSetAnalyzer._let_expr,
+    E.Broadcast: ModularSetAnalyzer._broadcast,
+    E.Ramp: ModularSetAnalyzer._ramp,
+}

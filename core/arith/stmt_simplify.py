@@ -1,0 +1,116 @@
+"""Simplify every expression of a statement, using what the statement implies.
+
+Inside ``for i in range(lo, lo + n)`` the analyzer knows ``lo <= i < lo + n``;
+inside ``if c`` it knows ``c`` (and ``not c`` in the ``else``); a ``let``
+variable has the bounds of its value; a thread axis (``thread_extent``
+attribute) ranges over ``[0, extent)``.  An ``if`` whose condition becomes a
+constant is replaced by the branch that runs.
+
+>>> import loom
+>>> from loom.ir import For, IfThenElse, BufferStore
+>>> A = loom.decl_buffer((16,), "int32", name="A")
+>>> i = loom.var("i")
+>>> loop = For(i, 0, 16, "serial", IfThenElse(i < 16, BufferStore(A, i // 16, [i])))
+>>> print(loom.arith.simplify(loop))
+for i in range(16):
+    A[i] = 0
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..errors import LoomTypeError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.function import IRModule, PrimFunc
+from ..ir.functor import Mutator
+from .analyzer import Analyzer
+
+__all__ = ["simplify", "StmtSimplifier"]
+
+_THREAD_ATTRS = ("thread_extent", "virtual_thread")
+
+
+class StmtSimplifier(Mutator):
+    """A mutator that simplifies expressions under the facts of their context."""
+
+    def __init__(self, analyzer: Optional[Analyzer] = None) -> None:
+        self.an = analyzer if analyzer is not None else Analyzer()
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
+        return self.an.simplify(e)
+
+    def visit_Buffer(self, b: Any) -> Any:
+        return b  # buffers are declarations: their identity must survive
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        mn, ext = self.an.simplify(s.min), self.an.simplify(s.extent)
+        with self.an._range_scope(s.loop_var, mn, ext):
+            body = self.visit(s.body)
+        return s.with_(min=mn, extent=ext, body=body)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        value = self.an.simplify(s.value)
+        with self.an._let_scope(s.var, value):
+            body = self.visit(s.body)
+        return s.with_(value=value, body=body)
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
+        value = self.visit(s.value)
+        iv = s.node
+        if s.attr_key in _THREAD_ATTRS and isinstance(iv, E.IterVar) and value.dtype == iv.var.dtype:
+            with self.an._range_scope(iv.var, E.IntImm(iv.var.dtype, 0), value):
+                body = self.visit(s.body)
+        else:
+            body = self.visit(s.body)
+        return s.with_(value=value, body=body)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> Optional[S.Stmt]:
+        cond = self.an.simplify(s.condition)
+        if isinstance(cond, E.IntImm):
+            taken = s.then_case if cond.value else s.else_case
+            return self.visit(taken) if taken is not None else S.no_op()
+        with self.an._assume(cond):
+            then_case = self.visit(s.then_case)
+        else_case = s.else_case
+        if else_case is not None:
+            with self.an._assume(self.an._rewrite.negate(cond)):
+                else_case = self.visit(else_case)
+        return s.with_(condition=cond, then_case=then_case, else_case=else_case)
+
+    def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
+        cond = self.an.simplify(s.condition)
+        with self.an._assume(cond):
+            body = self.visit(s.body)
+        return s.with_(condition=cond, body=body)
+
+    def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
+        stmts = [self.visit(x) for x in s.seq]
+        if all(a is b for a, b in zip(stmts, s.seq)):
+            return s
+        return S.seq(*stmts)
+
+
+def simplify(node: Any, analyzer: Optional[Analyzer] = None) -> Any:
+    """Simplify an expression, a statement, a PrimFunc or every PrimFunc of an IRModule.
+
+    Integer arithmetic is put in canonical form and rewritten with bounds
+    from loops, lets and conditions; floats only have their constants folded.
+
+    >>> import loom
+    >>> x, y = loom.var("x"), loom.var("y")
+    >>> str(loom.arith.simplify((x + y) - x))
+    'y'
+    """
+    an = analyzer if analyzer is not None else Analyzer()
+    if isinstance(node, (int, float, bool, E.PrimExpr)):
+        return an.simplify(node)
+    if isinstance(node, S.Stmt):
+        return StmtSimplifier(an).visit(node)
+    if isinstance(node, PrimFunc):
+        return node.with_body(StmtSimplifier(an).visit(node.body))
+    if isinstance(node, IRModule):
+        return node.with_(functions={k: simplify(f, an) if isinstance(f, PrimFunc) else f
+                                     for k, f in node.functions.items()})
+    raise LoomTypeError(f"simplify expects a PrimExpr, Stmt, PrimFunc or IRModule, got {type(node).__name__}")

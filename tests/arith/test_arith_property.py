@@ -1,0 +1,303 @@
+"""Property tests: every simplification keeps the value, under the IR's semantics.
+
+The oracle is a small reference evaluator written here from the IR's rules:
+Python ints wrapped to the dtype after every operation, ``//``/``%`` for
+FloorDiv/FloorMod, truncation toward zero for Div/Mod, every operand
+evaluated (select too).  Examples where the *original* divides by zero are
+skipped; the simplified form must be defined wherever the original is.
+"""
+
+from hypothesis import given, settings, strategies as st
+
+import loom
+from loom.arith import Analyzer, ConstIntBound
+from loom.ir import Range
+from loom.ir import expr as E
+
+
+class Undefined(Exception):
+    """The expression divides by zero."""
+
+
+def wrap(v, t):
+    if t.is_bool:
+        return int(v != 0)
+    v &= (1 << t.bits) - 1
+    if t.is_int and v >= 1 << (t.bits - 1):
+        v -= 1 << t.bits
+    return v
+
+
+def tdiv(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _div(fn):
+    def run(a, b):
+        if b == 0:
+            raise Undefined
+        return fn(a, b)
+    return run
+
+
+ARITH = {
+    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+    E.FloorDiv: _div(lambda a, b: a // b), E.FloorMod: _div(lambda a, b: a % b),
+    E.Div: _div(tdiv), E.Mod: _div(lambda a, b: a - tdiv(a, b) * b),
+    E.Min: min, E.Max: max,
+    E.EQ: lambda a, b: a == b, E.NE: lambda a, b: a != b, E.LT: lambda a, b: a < b,
+    E.LE: lambda a, b: a <= b, E.GT: lambda a, b: a > b, E.GE: lambda a, b: a >= b,
+    E.And: lambda a, b: a and b, E.Or: lambda a, b: a or b,
+}
+
+
+def evaluate(e, env):
+    """The value of ``e`` with variables from ``env`` (raises Undefined on x // 0)."""
+    if isinstance(e, E.IntImm):
+        return e.value
+    if isinstance(e, E.Var):
+        return env[e]
+    if type(e) in ARITH:
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        return wrap(ARITH[type(e)](a, b), e.dtype)
+    if isinstance(e, E.Not):
+        return 1 - evaluate(e.a, env)
+    if isinstance(e, E.Select):
+        c, t, f = (evaluate(x, env) for x in (e.condition, e.true_value, e.false_value))
+        return t if c else f
+    if isinstance(e, E.Cast):
+        return wrap(evaluate(e.value, env), e.dtype)
+    raise AssertionError(f"the reference evaluator has no rule for {type(e).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# Random expressions over three variables with bounded ranges.
+
+BINARY = [E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Div, E.Mod, E.Min, E.Max]
+CMP = [E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE]
+
+
+def consts(dtype):
+    lo, hi = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+    special = [0, 1, -1, 2, 3, 4, 7, 8, 16, -3, -8, 64, lo, hi, lo + 1, hi - 1]
+    return st.one_of(st.sampled_from(special), st.integers(-100, 100), st.integers(lo, hi))
+
+
+@st.composite
+def ranges(draw, dtype):
+    lo, hi = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+    kind = draw(st.sampled_from(["small", "nonneg", "big", "full", "edge"]))
+    if kind == "small":
+        a = draw(st.integers(-20, 20))
+        return a, a + draw(st.integers(0, 20))
+    if kind == "nonneg":
+        return 0, draw(st.sampled_from([1, 3, 4, 8, 15, 16, 100, 1024]))
+    if kind == "big":
+        a = draw(st.integers(lo, hi))
+        b = draw(st.integers(lo, hi))
+        return min(a, b), max(a, b)
+    if kind == "edge":
+        return draw(st.sampled_from([(hi - 10, hi), (lo, lo + 10), (lo, 0), (0, hi)]))
+    return lo, hi
+
+
+@st.composite
+def int_exprs(draw, dtype, variables, depth):
+    if depth == 0 or draw(st.integers(0, 4)) == 0:
+        if draw(st.booleans()):
+            return draw(st.sampled_from(variables))
+        return E.IntImm(dtype, draw(consts(dtype)))
+    kind = draw(st.integers(0, 9))
+    a = draw(int_exprs(dtype, variables, depth - 1))
+    b = draw(int_exprs(dtype, variables, depth - 1))
+    if kind == 9:
+        return E.Select(draw(bool_exprs(dtype, variables, depth - 1)), a, b)
+    return BINARY[kind](a, b)
+
+
+@st.composite
+def bool_exprs(draw, dtype, variables, depth):
+    kind = draw(st.integers(0, 3))
+    if kind == 0 and depth > 0:
+        op = draw(st.sampled_from([E.And, E.Or]))
+        return op(draw(bool_exprs(dtype, variables, depth - 1)), draw(bool_exprs(dtype, variables, depth - 1)))
+    if kind == 1 and depth > 0:
+        return E.Not(draw(bool_exprs(dtype, variables, depth - 1)))
+    op = draw(st.sampled_from(CMP))
+    sub = max(depth - 1, 0)
+    return op(draw(int_exprs(dtype, variables, sub)), draw(int_exprs(dtype, variables, sub)))
+
+
+class Case:
+    """One example: an expression, variable ranges, and assignments to try."""
+
+    def __init__(self, e, bounds, envs):
+        self.e, self.bounds, self.envs = e, bounds, envs
+
+    def __iter__(self):
+        return iter((self.e, self.bounds, self.envs))
+
+    def __repr__(self):
+        ranges = ", ".join(f"{v.name} in [{lo}, {hi}]" for v, (lo, hi) in self.bounds.items())
+        return f"Case({self.e}  with {ranges}; {self.e.dtype})"
+
+
+@st.composite
+def cases(draw):
+    dtype = loom.DataType.of(draw(st.sampled_from(["int32", "int64"])))
+    variables = [loom.var(n, dtype) for n in "xyz"]
+    bounds = {v: draw(ranges(dtype)) for v in variables}
+    if draw(st.integers(0, 3)) == 0:
+        e = draw(bool_exprs(dtype, variables, 3))
+    else:
+        e = draw(int_exprs(dtype, variables, 4))
+    rng = draw(st.randoms(use_true_random=False))
+    envs = [{v: lo for v, (lo, hi) in bounds.items()}, {v: hi for v, (lo, hi) in bounds.items()}]
+    envs += [{v: rng.randint(lo, hi) for v, (lo, hi) in bounds.items()} for _ in range(14)]
+    return Case(e, bounds, envs)
+
+
+def make_analyzer(bounds):
+    an = Analyzer()
+    for v, (lo, hi) in bounds.items():
+        if hi - lo + 1 < 1 << (v.dtype.bits - 1):
+            an.bind(v, Range.from_min_extent(loom.const(lo, v.dtype), loom.const(hi - lo + 1, v.dtype)))
+        else:
+            an.update(v, ConstIntBound(lo, hi))
+    return an
+
+
+def defined(e, env):
+    try:
+        return evaluate(e, env)
+    except Undefined:
+        return None
+
+
+def assert_same_value(original, simplified, envs, what):
+    assert simplified.dtype == original.dtype, f"{what} changed the dtype: {original} -> {simplified}"
+    for env in envs:
+        want = defined(original, env)
+        if want is None:
+            continue
+        got = evaluate(simplified, env)
+        assert got == want, (
+            f"{what} changed the value\n  original:   {original}\n  simplified: {simplified}\n"
+            f"  at {dict((v.name, x) for v, x in env.items())}: {want} != {got}")
+
+
+# Modest by default; LOOM_HYPOTHESIS_PROFILE=thorough raises every count.
+EXAMPLES = max(200, settings.default.max_examples)
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
+
+
+@SETTINGS
+@given(cases())
+def test_simplify_keeps_value(case):
+    e, bounds, envs = case
+    assert_same_value(e, make_analyzer(bounds).simplify(e), envs, "simplify")
+
+
+@SETTINGS
+@given(cases())
+def test_rewrite_and_canonical_keep_value(case):
+    e, bounds, envs = case
+    an = make_analyzer(bounds)
+    assert_same_value(e, an.rewrite_simplify(e), envs, "rewrite_simplify")
+    assert_same_value(e, an.canonical_simplify(e), envs, "canonical_simplify")
+
+
+@SETTINGS
+@given(cases())
+def test_simplify_is_idempotent(case):
+    e, bounds, _ = case
+    an = make_analyzer(bounds)
+    once = an.simplify(e)
+    assert str(an.simplify(once)) == str(once), f"not a fixpoint: {e} -> {once}"
+
+
+@SETTINGS
+@given(cases())
+def test_bounds_and_residues_hold(case):
+    e, bounds, envs = case
+    an = make_analyzer(bounds)
+    subexprs = loom.ir.collect(e, lambda n: isinstance(n, E.PrimExpr))
+    for sub in subexprs:
+        b, m = an.const_int_bound(sub), an.modular_set(sub)
+        for env in envs:
+            v = defined(sub, env)
+            if v is None:
+                continue
+            assert b.min_value <= v <= b.max_value, f"{sub} = {v} outside {b}"
+            if m.coeff == 0:
+                assert v == m.base, f"{sub} = {v}, but modular_set says exactly {m.base}"
+            else:
+                assert v % m.coeff == m.base, f"{sub} = {v} not in {m}"
+
+
+# ---------------------------------------------------------------------------
+# Vectors: Ramp/Broadcast leaves, checked lane by lane.
+
+VECTOR_OPS = [E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max]
+
+
+def evaluate_lanes(e, env):
+    """The lanes of a vector expression (a list), by the same rules as ``evaluate``."""
+    lanes = e.dtype.lanes
+    if isinstance(e, E.Broadcast):
+        return [evaluate(e.value, env)] * lanes
+    if isinstance(e, E.Ramp):
+        base, stride = evaluate(e.base, env), evaluate(e.stride, env)
+        return [wrap(base + k * stride, e.dtype) for k in range(lanes)]
+    if type(e) in ARITH:
+        pairs = zip(evaluate_lanes(e.a, env), evaluate_lanes(e.b, env))
+        return [wrap(ARITH[type(e)](p, q), e.dtype) for p, q in pairs]
+    if isinstance(e, E.Select):
+        parts = (evaluate_lanes(x, env) for x in (e.condition, e.true_value, e.false_value))
+        return [t if c else f for c, t, f in zip(*parts)]
+    raise AssertionError(f"no lane rule for {type(e).__name__}")
+
+
+@st.composite
+def vector_exprs(draw, variables, depth):
+    dtype = variables[0].dtype
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        scalar = draw(st.sampled_from(variables)) if draw(st.booleans()) else E.IntImm(dtype, draw(consts(dtype)))
+        if draw(st.booleans()):
+            return E.Broadcast(scalar, 4)
+        return E.Ramp(scalar, E.IntImm(dtype, draw(st.sampled_from([0, 1, 2, -1, 4]))), 4)
+    a, b = draw(vector_exprs(variables, depth - 1)), draw(vector_exprs(variables, depth - 1))
+    if draw(st.integers(0, 5)) == 0:
+        return E.Select(draw(st.sampled_from(CMP))(a, b), a, b)
+    return draw(st.sampled_from(VECTOR_OPS))(a, b)
+
+
+@settings(max_examples=EXAMPLES // 2, deadline=None)
+@given(st.data())
+def test_vector_expressions_keep_every_lane(data):
+    variables = [loom.var(name) for name in "xy"]
+    bounds = {v: data.draw(ranges(variables[0].dtype)) for v in variables}
+    e = data.draw(vector_exprs(variables, 3))
+    s = make_analyzer(bounds).simplify(e)
+    assert s.dtype == e.dtype
+    rng = data.draw(st.randoms(use_true_random=False))
+    for _ in range(8):
+        env = {v: rng.randint(lo, hi) for v, (lo, hi) in bounds.items()}
+        try:
+            want = evaluate_lanes(e, env)
+        except Undefined:
+            continue
+        assert evaluate_lanes(s, env) == want, f"{e} -> {s} at {env}"
+
+
+@settings(max_examples=EXAMPLES // 2, deadline=None)
+@given(cases(), st.data())
+def test_simplify_under_a_constraint_keeps_value_where_it_holds(case, data):
+    e, bounds, envs = case
+    variables = list(bounds)
+    cond = data.draw(bool_exprs(variables[0].dtype, variables, 2))
+    an = make_analyzer(bounds)
+    with an.constraint_scope(cond):
+        s = an.simplify(e)
+    assert_same_value(e, s, [env for env in envs if defined(cond, env)], "simplify under a constraint")
