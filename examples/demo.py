@@ -25,7 +25,7 @@ def show_plugins() -> None:
     banner("Target kinds")
     for name in loom.target.list_kinds():
         kind = loom.target.get_kind(name)
-        print(f"  {name:<8} device_type={kind.device_type}  attrs: {', '.join(kind.attrs) or '-'}")
+        print(f"  {name:<8} device_type={kind.device_type}  attrs: {', '.join(kind.schema) or '-'}")
 
 
 def blocked_scale() -> PrimFunc:
@@ -48,6 +48,7 @@ def main() -> None:
     banner("A PrimFunc in the IR")
     func = blocked_scale()
     print(func)
+    print(f"  well-formed: {loom.verify_well_formed(func)}")
 
     banner("Simplifier")
     x = loom.var("x")
