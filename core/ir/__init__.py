@@ -16,6 +16,8 @@ from .stmt import (
     Allocate, AssertStmt, AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt,
     SeqStmt, Stmt, While, no_op, seq,
 )
+from .producer import ProducerLoad, ProducerRealize, ProducerStore
+from .reduce import CommReducer, Reduce
 from . import intrin as _intrin  # noqa: F401  (registers the intrinsic ops)
 
 __all__ = [
@@ -27,5 +29,5 @@ __all__ = [
     "Stmt", "LetStmt", "AttrStmt", "AssertStmt", "BufferStore", "Allocate", "For", "ForKind", "While",
     "IfThenElse", "Evaluate", "SeqStmt", "seq", "no_op",
     "Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT", "PrimFunc", "GlobalVar", "IRModule",
-    "Array", "Map", "convert", "Visitor", "Mutator", "post_order_visit", "collect", "substitute",
+    "Array", "Map", "convert", "CommReducer", "Reduce", "ProducerLoad", "ProducerStore", "ProducerRealize", "Visitor", "Mutator", "post_order_visit", "collect", "substitute",
 ]

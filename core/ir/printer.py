@@ -37,7 +37,7 @@ from .buffer import Buffer
 from .dtype import DataType
 from .node import Node, fields_of
 
-__all__ = ["to_text"]
+__all__ = ["to_text", "register_expr_printer", "register_stmt_printer", "register_node_printer", "ATOM", "INDENT"]
 
 # Python's precedence levels, loosest first.
 _LET, _OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = 0, 1, 2, 3, 4, 5, 6, 7, 9
@@ -120,7 +120,7 @@ class _Printer:
         rule = _dispatch(_EXPR_RULES, cls)
         if rule is not None:
             return rule(self, e)
-        return self.node(e), _ATOM
+        return self.generic(e), _ATOM
 
     def const(self, e: Any, explicit: bool = False) -> tuple[str, int]:
         t, v = e.dtype, e.value
@@ -161,7 +161,7 @@ class _Printer:
     def stmt(self, s: Any, depth: int, out: list[str]) -> None:
         rule = _dispatch(_STMT_RULES, type(s))
         if rule is None:
-            out.append(_INDENT * depth + self.node(s))
+            out.append(_INDENT * depth + self.generic(s))
         else:
             rule(self, s, depth, out)
 
@@ -428,6 +428,37 @@ def _node_rules() -> dict[type, Callable[[_Printer, Any], str]]:
 
 
 _NODE_RULES: dict[type, Callable[[_Printer, Any], str]] = {}
+
+
+def _register(table: dict[type, Any], cls: type, rule: Any) -> None:
+    table[cls] = rule
+    for k in [k for k, v in table.items() if v is None]:  # forget cached misses
+        del table[k]
+
+
+def register_expr_printer(cls: type, rule: Callable[[Any, Any], tuple[str, int]]) -> None:
+    """Print expressions of ``cls`` with ``rule(printer, e) -> (text, precedence)``.
+
+    Node families defined outside ``loom.ir`` (tensor expressions) register here.
+    Use ``ATOM`` as the precedence of text that needs no parentheses.
+    """
+    _register(_EXPR_RULES, cls, rule)
+
+
+def register_stmt_printer(cls: type, rule: Callable[[Any, Any, int, list[str]], None]) -> None:
+    """Print statements of ``cls`` with ``rule(printer, s, depth, out_lines)``."""
+    _register(_STMT_RULES, cls, rule)
+
+
+def register_node_printer(cls: type, rule: Callable[[Any, Any], str]) -> None:
+    """Print other nodes of ``cls`` with ``rule(printer, n) -> text``."""
+    if not _NODE_RULES:
+        _NODE_RULES.update(_node_rules())
+    _register(_NODE_RULES, cls, rule)
+
+
+ATOM = _ATOM
+INDENT = _INDENT
 
 
 def to_text(node: Any) -> str:

@@ -14,7 +14,10 @@ from loom.ir import stmt as S
 from loom.ir.container import Array, Map
 from loom.ir.function import GlobalVar, IRModule, PrimFunc
 from loom.ir.op import Op
+from loom.ir.producer import ProducerLoad, ProducerRealize, ProducerStore
+from loom.ir.reduce import CommReducer, Reduce
 from loom.target import CompilationConfig, Target, VirtualDevice
+from loom.te.tensor import ComputeOp, ExternOp, PlaceholderOp
 
 #: Type-key prefixes used by tests and doctests for throwaway types.
 TEST_ONLY_PREFIXES = ("test.", "example.")
@@ -35,6 +38,31 @@ def _func() -> PrimFunc:
     i = loom.var("i")
     body = S.For(i, 0, n, "parallel", S.BufferStore(A, A[i] * 2.0, [i]), annotations={"pragma_unroll": 1})
     return PrimFunc([A.data, n], body, buffer_map={A.data: A}, attrs={"global_symbol": "f", "restricted": True})
+
+
+def _placeholder() -> Any:
+    return PlaceholderOp("P", [loom.var("n"), 4], "float32").output(0)
+
+
+def _sum() -> CommReducer:
+    x, y = loom.var("x", "float32"), loom.var("y", "float32")
+    return CommReducer([x], [y], [x + y], [loom.const(0.0)])
+
+
+def _compute() -> Any:
+    P = _placeholder()
+    i = E.IterVar(E.Range.from_min_extent(0, P.shape[0]), loom.var("i"))
+    k = E.IterVar(E.Range.from_min_extent(0, 4), loom.var("k"), "reduce")
+    body = Reduce(_sum(), [P[i.var, k.var]], [k], loom.const(True))
+    return ComputeOp("C", [i], [k], [body], tag="row_sum", attrs={"note": "x"}).output(0)
+
+
+def _extern() -> Any:
+    P = _placeholder()
+    inp = loom.decl_buffer(P.shape, P.dtype, name="in")
+    out = loom.decl_buffer(P.shape, P.dtype, name="out")
+    body = S.BufferStore(out, inp[0, 0], [0, 0])
+    return ExternOp("ext", [P], [inp], [out], body).output(0)
 
 
 def _binary(cls: type) -> Callable[[], Any]:
@@ -81,6 +109,17 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "ir.IRModule": lambda: IRModule({"f": _func(), "g": _func()}, attrs={"system_lib": False}),
     "ir.Array": lambda: Array([loom.const(1), _x(), E.StringImm("s")]),
     "ir.Map": lambda: Map({"a": loom.const(1), "b": Array([])}),
+    "tir.CommReducer": _sum,
+    "tir.Reduce": lambda: _compute().op.body[0],
+    "tir.ProducerLoad": lambda: _placeholder()[loom.var("i"), 1],
+    "tir.ProducerStore": lambda: (lambda P: ProducerStore(P, P[0, 1] * 2.0, [0, 1]))(_placeholder()),
+    "tir.ProducerRealize": lambda: (lambda P: ProducerRealize(
+        P, [E.Range.from_min_extent(0, P.shape[0]), E.Range.from_min_extent(0, 4)], loom.const(True),
+        ProducerStore(P, loom.const(0.0), [0, 0]), "local"))(_placeholder()),
+    "te.PlaceholderOp": lambda: _placeholder().op,
+    "te.ComputeOp": lambda: _compute().op,
+    "te.ExternOp": lambda: _extern().op,
+    "te.Tensor": _compute,
     # Targets use the built-in `interp` kind so the samples need no backend installed.
     "target.Target": lambda: Target("interp", host="interp"),
     "target.VirtualDevice": lambda: VirtualDevice("cpu", 0, Target("interp"), "global"),

@@ -1,0 +1,1 @@
+"""Tensor expressions and schedules (``loom.placeholder``, ``loom.compute``, ``loom.create_schedule``)."""

@@ -1,0 +1,228 @@
+"""Tensors and the operations that produce them (the data of tensor expressions).
+
+An :class:`Operation` computes one or more output :class:`Tensor`\\ s.  The
+operations here are plain registered nodes; the builders users call
+(``loom.placeholder``, ``loom.compute``...) live in ``te/operation.py``.
+
+``op.output(i)`` always returns the same Tensor object, so tensors can be used
+as dictionary keys (schedules map tensors to stages, binds map them to buffers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..errors import IRError, LoomValueError
+from ..ir.buffer import Buffer
+from ..ir.dtype import DataType
+from ..ir import expr as E
+from ..ir.node import Node, abstract_node, child, children, mapping, register_object
+from ..ir.node import value as val
+from ..ir.printer import register_node_printer
+from ..ir.stmt import Stmt
+
+__all__ = ["Operation", "PlaceholderOp", "ComputeOp", "ExternOp", "Tensor"]
+
+
+def _as_expr(v: Any) -> Any:
+    from ..ir.expr_ops import convert_expr
+
+    return convert_expr(v) if isinstance(v, int) else v
+
+
+@abstract_node
+class Operation(Node):
+    """Base of operations.  ``name``, ``tag`` and ``attrs`` are common to all."""
+
+    _outputs: dict[int, Tensor] | None = attrs.field(init=False, default=None)
+
+    @property
+    def num_outputs(self) -> int:
+        raise NotImplementedError
+
+    def output(self, index: int) -> Tensor:
+        """The ``index``-th output tensor (the same object on every call)."""
+        if not 0 <= index < self.num_outputs:
+            raise LoomValueError(f"{self.name} has {self.num_outputs} output(s); output({index}) does not exist")
+        cache = self._outputs
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_outputs", cache)
+        found = cache.get(index)
+        if found is None:
+            found = cache[index] = Tensor(self, index)
+        return found
+
+    def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
+        raise NotImplementedError
+
+    def output_dtype(self, index: int) -> DataType:
+        raise NotImplementedError
+
+    def input_tensors(self) -> list[Tensor]:
+        """Tensors this operation reads, in first-use order, without repeats."""
+        return []
+
+    @classmethod
+    def __from_json_fields__(cls, **fields: Any) -> Operation:
+        return cls(**fields)
+
+
+@register_object("te.PlaceholderOp")
+class PlaceholderOp(Operation):
+    """An input tensor: a shape and a dtype, no computation."""
+
+    name: str = val(str)
+    shape: tuple[E.PrimExpr, ...] = children(E.PrimExpr, element_converter=_as_expr)
+    dtype: DataType = val(DataType, converter=DataType.of)
+    tag: str = val(str, default="")
+    attrs: dict[str, Any] = mapping()
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
+        return self.shape
+
+    def output_dtype(self, index: int) -> DataType:
+        return self.dtype
+
+
+@register_object("te.ComputeOp")
+class ComputeOp(Operation):
+    """``out[axis] = body[i]`` for every point of the ``axis`` domain.
+
+    Several bodies make several outputs of one shape (all Reduce bodies then share
+    one reduction).  ``reduce_axis`` lists the reduction IterVars of the body.
+    """
+
+    name: str = val(str)
+    axis: tuple[E.IterVar, ...] = children(E.IterVar)
+    reduce_axis: tuple[E.IterVar, ...] = children(E.IterVar)
+    body: tuple[E.PrimExpr, ...] = children(E.PrimExpr)
+    tag: str = val(str, default="")
+    attrs: dict[str, Any] = mapping()
+
+    def __attrs_post_init__(self) -> None:
+        if not self.body:
+            raise IRError(f"compute {self.name} has no body")
+        for iv in self.axis + self.reduce_axis:
+            if iv.dom is None:
+                raise IRError(f"compute {self.name}: axis {iv.var.name} has no domain")
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.body)
+
+    def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
+        return tuple(iv.dom.extent for iv in self.axis)
+
+    def output_dtype(self, index: int) -> DataType:
+        return self.body[index].dtype
+
+    def input_tensors(self) -> list[Tensor]:
+        from ..ir.functor import collect
+        from ..ir.producer import ProducerLoad
+
+        seen: dict[int, Tensor] = {}
+        for b in self.body:
+            for load in collect(b, lambda n: isinstance(n, ProducerLoad)):
+                seen.setdefault(id(load.producer), load.producer)
+        return list(seen.values())
+
+
+@register_object("te.ExternOp")
+class ExternOp(Operation):
+    """An operation whose body is given as IR over input and output buffers."""
+
+    name: str = val(str)
+    inputs: tuple[Tensor, ...] = children(lambda: Tensor)
+    input_placeholders: tuple[Buffer, ...] = children(Buffer)
+    output_placeholders: tuple[Buffer, ...] = children(Buffer)
+    body: Stmt = child(Stmt)
+    tag: str = val(str, default="")
+    attrs: dict[str, Any] = mapping()
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.inputs) != len(self.input_placeholders):
+            raise IRError(f"extern {self.name}: {len(self.inputs)} inputs but {len(self.input_placeholders)} input buffers")
+        if not self.output_placeholders:
+            raise IRError(f"extern {self.name} has no output buffer")
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.output_placeholders)
+
+    def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
+        return self.output_placeholders[index].shape
+
+    def output_dtype(self, index: int) -> DataType:
+        return self.output_placeholders[index].dtype
+
+    def input_tensors(self) -> list[Tensor]:
+        seen: dict[int, Tensor] = {}
+        for t in self.inputs:
+            seen.setdefault(id(t), t)
+        return list(seen.values())
+
+
+@register_object("te.Tensor")
+class Tensor(Node):
+    """The ``value_index``-th output of ``op``.  ``T[i, j]`` reads it in an expression.
+
+    Obtain tensors from ``op.output(i)`` (or the builders), which returns one
+    object per output, so tensors work as dictionary keys.
+    """
+
+    op: Operation = child(Operation)
+    value_index: int = val(int, default=0)
+
+    @classmethod
+    def __from_json_fields__(cls, op: Operation, value_index: int = 0) -> Tensor:
+        return op.output(value_index)  # keep one Tensor object per output after loading
+
+    @property
+    def shape(self) -> tuple[E.PrimExpr, ...]:
+        return self.op.output_shape(self.value_index)
+
+    @property
+    def dtype(self) -> DataType:
+        return self.op.output_dtype(self.value_index)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def name(self) -> str:
+        return self.op.name if self.op.num_outputs == 1 else f"{self.op.name}.v{self.value_index}"
+
+    def __getitem__(self, indices: Any) -> Any:
+        """``T[i, j]``: a ProducerLoad of this tensor."""
+        from ..ir.expr_ops import convert_expr
+        from ..ir.producer import ProducerLoad
+
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != self.ndim:
+            raise LoomValueError(f"tensor {self.name} has {self.ndim} dimensions, indexed with {len(indices)}")
+        return ProducerLoad(self, [convert_expr(i) for i in indices])
+
+
+def _tensor_text(p: Any, t: Tensor) -> str:
+    shape = ", ".join(p.expr(x) for x in t.shape)
+    return f"Tensor({p.name(t, t.name)}, [{shape}], {str(t.dtype)!r})"
+
+
+def _compute_text(p: Any, op: ComputeOp) -> str:
+    axes = ", ".join(f"{p.expr(iv.var)}: {p.node(iv.dom)}" for iv in op.axis + op.reduce_axis)
+    outs = ", ".join(p.name(op.output(k), op.output(k).name) for k in range(op.num_outputs))
+    body = ", ".join(p.expr(b) for b in op.body)
+    return f"compute {outs}[{', '.join(p.expr(iv.var) for iv in op.axis)}] = {body}  # over {axes}"
+
+
+register_node_printer(Tensor, _tensor_text)
+register_node_printer(ComputeOp, _compute_text)
