@@ -71,6 +71,7 @@ register_op("tir.reinterpret", 1, None, doc="the bits of x read as another dtype
 register_op("tir.likely", 1, lambda x: x, doc="a branch-prediction hint; the value itself")
 register_op("tir.call_extern", -1, None, pure=False, doc="call an external C function by name")
 register_op("tir.call_pure_extern", -1, None, doc="call an external side-effect-free C function")
+register_op("tir.tvm_tuple", -1, None, doc="a tuple of values carried by an AttrStmt (storage_align...)")
 
 
 def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:

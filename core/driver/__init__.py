@@ -1,0 +1,1 @@
+"""The driver: lower() and build()."""

@@ -1,0 +1,1 @@
+"""The runtime: built modules and device arrays."""
