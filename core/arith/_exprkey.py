@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import expr as E
-from ..ir.node import Node, fields_of
+from ..ir.node import Node, fields_of, traversal_fields
 
 __all__ = ["expr_equal", "struct_key", "order_key", "uses_var"]
 
@@ -89,6 +89,6 @@ def uses_var(node: Any, var: E.Var) -> bool:
     if node is var:
         return True
     if isinstance(node, (Node, tuple)):
-        items = node if isinstance(node, tuple) else (getattr(node, f.name) for f in fields_of(type(node)))
+        items = node if isinstance(node, tuple) else (getattr(node, f.name) for f in traversal_fields(type(node)))
         return any(uses_var(v, var) for v in items if isinstance(v, (Node, tuple)))
     return False

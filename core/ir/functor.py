@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .node import Node, fields_of
+from .node import Node, traversal_fields
 
 __all__ = ["Visitor", "Mutator", "post_order_visit", "collect", "substitute"]
 
@@ -59,7 +59,7 @@ class Visitor(_Dispatch):
     def generic_visit(self, node: Any) -> None:
         if not isinstance(node, Node):
             return
-        for f in fields_of(type(node)):
+        for f in traversal_fields(type(node)):
             self._visit_value(getattr(node, f.name))
 
     def _visit_value(self, v: Any) -> None:
@@ -86,7 +86,7 @@ class Mutator(_Dispatch):
         if memo is not None and id(node) in memo:
             return memo[id(node)][1]
         changes: dict[str, Any] = {}
-        for f in fields_of(type(node)):
+        for f in traversal_fields(type(node)):
             old = getattr(node, f.name)
             new = self._mutate_value(old)
             if new is not old:

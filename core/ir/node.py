@@ -37,6 +37,7 @@ __all__ = [
     "type_key_to_class",
     "type_index_to_key",
     "fields_of",
+    "traversal_fields",
     "child",
     "children",
     "value",
@@ -168,6 +169,18 @@ def fields_of(cls: type) -> tuple[attrs.Attribute, ...]:
     return found
 
 
+_TRAVERSED: dict[type, tuple[attrs.Attribute, ...]] = {}
+
+
+def traversal_fields(cls: type) -> tuple[attrs.Attribute, ...]:
+    """The fields a visitor walks: :func:`fields_of` less ``reference`` links."""
+    found = _TRAVERSED.get(cls)
+    if found is None:
+        found = tuple(f for f in fields_of(cls) if not f.metadata.get("reference", False))
+        _TRAVERSED[cls] = found
+    return found
+
+
 # ---------------------------------------------------------------------------
 # Field helpers.  Validators raise LoomTypeError naming the node and field.
 
@@ -206,13 +219,18 @@ def _type_check(types: Any, optional: bool) -> Callable[[Any, str, Any], None]:
 
 
 def child(types: Any, *, default: Any = _UNSET, optional: bool = False, binds: bool = False,
-          converter: Callable[[Any], Any] | None = None) -> Any:
-    """A field holding one node.  ``binds=True`` marks a binding site (a loop var)."""
+          converter: Callable[[Any], Any] | None = None, reference: bool = False) -> Any:
+    """A field holding one node.
+
+    ``binds=True`` marks a binding site (a loop var).  ``reference=True`` marks a
+    link to a definition that lives elsewhere (a tensor's operation): visitors and
+    mutators do not descend into it, while JSON and structural equality do.
+    """
     check = _type_check(types, optional)
     if default is _UNSET:
         default = None if optional else attrs.NOTHING
     return attrs.field(default=default, validator=lambda inst, attr, v: check(inst, attr.name, v),
-                       converter=converter, metadata={"binds": binds, "kind": "child"})
+                       converter=converter, metadata={"binds": binds, "kind": "child", "reference": reference})
 
 
 def _to_tuple(v: Any) -> Any:

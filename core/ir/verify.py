@@ -41,7 +41,7 @@ from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
 from .function import GlobalVar, IRModule, PrimFunc
-from .node import Node, fields_of
+from .node import Node, fields_of, traversal_fields
 
 __all__ = ["verify_well_formed", "is_well_formed"]
 
@@ -160,7 +160,7 @@ class _Checker:
         if not isinstance(node, Node):
             return
         tasks = []
-        for f in fields_of(type(node)):
+        for f in traversal_fields(type(node)):
             v = getattr(node, f.name)
             if isinstance(v, Node):
                 tasks.append((self.dispatch, (v, (path, f".{f.name}"))))

@@ -10,7 +10,7 @@ as dictionary keys (schedules map tensors to stages, binds map them to buffers).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -177,7 +177,11 @@ class Tensor(Node):
     object per output, so tensors work as dictionary keys.
     """
 
-    op: Operation = child(Operation)
+    # A tensor names data: structural equality pairs tensors like buffers, and
+    # visitors stop here instead of walking into the producing operation.
+    binding_identity: ClassVar[bool] = True
+    is_declaration: ClassVar[bool] = True
+    op: Operation = child(Operation, reference=True)
     value_index: int = val(int, default=0)
 
     @classmethod

@@ -1,0 +1,259 @@
+"""``VectorizeLoop``: turn loops of kind ``vectorized`` into vector code.
+
+The loop variable becomes ``Ramp(min, 1, lanes)`` (``lanes`` = the constant
+extent), scalar operands meeting vector ones are broadcast, loads and stores
+with vector indices access ``lanes`` elements, and ``let`` values that become
+vectors get vector variables.  Ramps are kept affine (``Ramp * c`` and
+``Ramp + x`` stay Ramps) so backends see contiguous or strided accesses.
+
+A body that cannot be expressed lane-wise -- a branch or assertion whose
+condition depends on the loop variable, a nested loop or allocation, an impure
+call, a store that is the same for every lane, code that is already vector --
+falls back to a serial loop, which is always correct.  A loop with a
+non-constant extent, or an extent below 2, also stays serial.
+
+``SkipVectorize`` (what ``VectorizeLoop`` does under ``tir.disable_vectorize``)
+makes every vectorized loop serial.
+
+>>> import loom
+>>> from loom.ir import For, BufferStore, PrimFunc
+>>> A = loom.decl_buffer((4,), "int32", name="A")
+>>> i = loom.var("i")
+>>> f = PrimFunc([A.data], For(i, 0, 4, "vectorized", BufferStore(A, A[i] + 1, [i])), buffer_map={A.data: A})
+>>> print(VectorizeLoop()(f).body)
+A[ramp(0, 1, 4)] = A[ramp(0, 1, 4)] + broadcast(1, 4)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import expr as E
+from ..ir import expr_ops as ops
+from ..ir import stmt as S
+from ..ir.functor import Mutator
+from ..ir.op import Op
+from ._util import body_pass, const_int, uses_vars
+from .pass_base import Pass, PassContext
+
+__all__ = ["VectorizeLoop", "SkipVectorize", "vectorize_loop", "skip_vectorize"]
+
+
+class _Scalarize(Exception):
+    """The loop body cannot be vectorized; the loop stays serial."""
+
+
+def _bcast(x: E.PrimExpr, lanes: int) -> E.PrimExpr:
+    return x if x.dtype.lanes == lanes else E.Broadcast(x, lanes)
+
+
+def _scalar_part(x: E.PrimExpr) -> E.PrimExpr | None:
+    """The scalar a Broadcast (or scalar) stands for, else None."""
+    if isinstance(x, E.Broadcast):
+        return x.value
+    return x if x.dtype.lanes == 1 else None
+
+
+def _binary(cls: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
+    """``cls(a, b)`` with scalars broadcast, keeping Ramps affine where possible."""
+    lanes = max(a.dtype.lanes, b.dtype.lanes)
+    if lanes == 1:
+        return cls(a, b)
+    sa, sb = _scalar_part(a), _scalar_part(b)
+    if sa is not None and sb is not None:
+        return E.Broadcast(cls(sa, sb), lanes)
+    ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
+    if cls in (E.Add, E.Sub):
+        build = ops.add if cls is E.Add else ops.sub
+        if ra and rb:
+            return E.Ramp(build(a.base, b.base), build(a.stride, b.stride), lanes)
+        if ra and sb is not None:
+            return E.Ramp(build(a.base, sb), a.stride, lanes)
+        if rb and sa is not None:
+            stride = b.stride if cls is E.Add else ops.sub(ops.const(0, b.stride.dtype), b.stride)
+            return E.Ramp(build(sa, b.base), stride, lanes)
+    if cls is E.Mul:
+        if ra and sb is not None:
+            return E.Ramp(ops.mul(a.base, sb), ops.mul(a.stride, sb), lanes)
+        if rb and sa is not None:
+            return E.Ramp(ops.mul(sa, b.base), ops.mul(sa, b.stride), lanes)
+    return cls(_bcast(a, lanes), _bcast(b, lanes))
+
+
+def _elementwise(op: Any) -> bool:
+    return isinstance(op, Op) and op.info.pure and op.info.numpy_impl is not None
+
+
+class _Vectorizer(Mutator):
+    """Rewrites the body of one loop lane-wise; raises :class:`_Scalarize` when it cannot."""
+
+    def __init__(self, var: E.Var, lanes: int, ramp: E.Ramp) -> None:
+        self.lanes = lanes
+        self.vmap: dict[E.Var, E.PrimExpr] = {var: ramp}
+
+    def varies(self, node: Any) -> bool:
+        return uses_vars(node, self.vmap.keys())
+
+    # -- expressions ------------------------------------------------------------
+    def visit_Buffer(self, b: Any) -> Any:
+        return b
+
+    def visit_Var(self, v: E.Var) -> E.PrimExpr:
+        return self.vmap.get(v, v)
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
+        if e.dtype.lanes != 1 or self.varies(e):
+            raise _Scalarize(f"cannot vectorize {type(e).__name__}")
+        return e
+
+    def visit_BinaryOp(self, e: E.BinaryOp) -> E.PrimExpr:
+        a, b = self.visit(e.a), self.visit(e.b)
+        if a is e.a and b is e.b:
+            return e
+        return _binary(type(e), a, b)
+
+    def visit_Not(self, e: E.Not) -> E.PrimExpr:
+        a = self.visit(e.a)
+        return e if a is e.a else E.Not(a)
+
+    def visit_Cast(self, e: E.Cast) -> E.PrimExpr:
+        v = self.visit(e.value)
+        return e if v is e.value else E.Cast(e.dtype.with_lanes(v.dtype.lanes), v)
+
+    def visit_Select(self, e: E.Select) -> E.PrimExpr:
+        c, t, f = self.visit(e.condition), self.visit(e.true_value), self.visit(e.false_value)
+        if c is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        lanes = max(c.dtype.lanes, t.dtype.lanes, f.dtype.lanes)
+        return E.Select(c, _bcast(t, lanes), _bcast(f, lanes))
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> E.PrimExpr:
+        if e.buffer.dtype.lanes != 1:
+            raise _Scalarize("load of a vector-typed buffer")
+        idx = tuple(self.visit(i) for i in e.indices)
+        return e if all(a is b for a, b in zip(idx, e.indices)) else E.BufferLoad(e.buffer, idx)
+
+    def visit_Let(self, e: E.Let) -> E.PrimExpr:
+        value = self.visit(e.value)
+        var = e.var
+        if value.dtype.lanes != 1:
+            var = self.vmap[e.var] = E.Var(e.var.name, value.dtype)
+        body = self.visit(e.body)
+        if value is e.value and body is e.body:
+            return e
+        return E.Let(var, value, body)
+
+    def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        if not _elementwise(e.op):
+            if self.varies(e) or (isinstance(e.op, Op) and not e.op.info.pure) or not isinstance(e.op, Op):
+                raise _Scalarize(f"call of {getattr(e.op, 'name', e.op)} is not lane-wise")
+            return e
+        args = [self.visit(a) for a in e.args]
+        if all(a is b for a, b in zip(args, e.args)):
+            return e
+        lanes = max(a.dtype.lanes for a in args)
+        return E.Call(e.dtype.with_lanes(lanes), e.op, [_bcast(a, lanes) for a in args])
+
+    # -- statements ---------------------------------------------------------------
+    def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        if s.buffer.dtype.lanes != 1:
+            raise _Scalarize("store to a vector-typed buffer")
+        idx = tuple(self.visit(i) for i in s.indices)
+        value = self.visit(s.value)
+        lanes = max(i.dtype.lanes for i in idx) if idx else 1
+        if lanes == 1:
+            # Every lane would store to the same place: only the serial order is right.
+            raise _Scalarize(f"store to {s.buffer.name} is the same for every lane")
+        return S.BufferStore(s.buffer, _bcast(value, lanes), idx)
+
+    def _invariant(self, *exprs: E.PrimExpr) -> None:
+        if any(self.varies(x) for x in exprs):
+            raise _Scalarize("control flow depends on the vectorized variable")
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        self._invariant(s.condition)
+        then_case = self.visit(s.then_case)
+        else_case = self.visit(s.else_case) if s.else_case is not None else None
+        return s.with_(then_case=then_case, else_case=else_case)
+
+    def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
+        self._invariant(s.condition, s.message)
+        return s.with_(body=self.visit(s.body))
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
+        self._invariant(s.value)
+        return s.with_(body=self.visit(s.body))
+
+    def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        value = self.visit(s.value)
+        var = s.var
+        if value.dtype.lanes != 1:
+            var = self.vmap[s.var] = E.Var(s.var.name, value.dtype)
+        return S.LetStmt(var, value, self.visit(s.body))
+
+    def visit_Evaluate(self, s: S.Evaluate) -> S.Stmt:
+        value = self.visit(s.value)
+        return s if value is s.value else S.Evaluate(value)
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        raise _Scalarize("a nested loop")
+
+    def visit_While(self, s: S.While) -> S.Stmt:
+        raise _Scalarize("a while loop")
+
+    def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
+        raise _Scalarize("an allocation needs one copy per lane")
+
+
+def _vectorize_one(loop: S.For) -> S.Stmt:
+    lanes = const_int(loop.extent)
+    if lanes is None or lanes < 2:
+        return loop.with_(kind=S.ForKind.SERIAL)
+    ramp = E.Ramp(loop.min, ops.const(1, loop.loop_var.dtype), lanes)
+    try:
+        return _Vectorizer(loop.loop_var, lanes, ramp).visit(loop.body)
+    except _Scalarize:
+        return loop.with_(kind=S.ForKind.SERIAL)
+
+
+class _LoopVectorizer(Mutator):
+    def __init__(self, skip: bool) -> None:
+        self.skip = skip
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
+        return e
+
+    def visit_Buffer(self, b: Any) -> Any:
+        return b
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        body = self.visit(s.body)  # inner loops first
+        if body is not s.body:
+            s = s.with_(body=body)
+        if s.kind is not S.ForKind.VECTORIZED:
+            return s
+        return s.with_(kind=S.ForKind.SERIAL) if self.skip else _vectorize_one(s)
+
+
+def vectorize_loop(stmt: S.Stmt) -> S.Stmt:
+    """``stmt`` with its vectorized loops turned into vector code (or serial loops)."""
+    return _LoopVectorizer(skip=False).visit(stmt)
+
+
+def skip_vectorize(stmt: S.Stmt) -> S.Stmt:
+    """``stmt`` with every vectorized loop made serial."""
+    return _LoopVectorizer(skip=True).visit(stmt)
+
+
+def _run(body: S.Stmt, ctx: PassContext) -> S.Stmt:
+    return skip_vectorize(body) if ctx.get_config("tir.disable_vectorize") else vectorize_loop(body)
+
+
+def VectorizeLoop() -> Pass:  # noqa: N802 - TVM's pass-factory naming
+    """The vectorization pass; under ``tir.disable_vectorize`` it makes vectorized loops serial."""
+    return body_pass("VectorizeLoop", _run)
+
+
+def SkipVectorize() -> Pass:  # noqa: N802
+    """Make every vectorized loop serial (what ``tir.disable_vectorize`` asks for)."""
+    return body_pass("SkipVectorize", lambda body, ctx: skip_vectorize(body))

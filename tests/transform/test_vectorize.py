@@ -1,0 +1,95 @@
+"""VectorizeLoop: ramps and broadcasts for vectorized loops, serial fallback otherwise."""
+
+import pytest
+
+import loom
+from loom.ir import BufferStore, Broadcast, For, ForKind, IfThenElse, LetStmt, PrimFunc, Ramp
+from loom.transform import PassContext
+from loom.transform.vectorize import SkipVectorize, VectorizeLoop, vectorize_loop
+from random_programs import assert_same_result, random_func
+
+A = loom.decl_buffer((4, 8), "int32", name="A")
+B = loom.decl_buffer((4, 8), "int32", name="B")
+
+
+def func(body):
+    return PrimFunc([A.data, B.data], body, buffer_map={A.data: A, B.data: B})
+
+
+def ramp(base, lanes=4, stride=1):
+    return Ramp(loom.const(base) if isinstance(base, int) else base, loom.const(stride), lanes)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_programs_keep_their_result(seed):
+    f, make_args = random_func(seed)
+    g = VectorizeLoop()(f)
+    loom.verify_well_formed(g)
+    assert_same_result(f, g, make_args)
+
+
+def test_elementwise_body_becomes_vector_code():
+    """``B[r, i] = A[r, i] * 2 + 1`` over i in vectorize(4): ramps for i, broadcasts for constants."""
+    r, i = loom.var("r"), loom.var("i")
+    before = For(r, 0, 4, "serial", For(i, 0, 4, "vectorized", BufferStore(B, A[r, i] * 2 + 1, [r, i])))
+    r_ = ramp(0)
+    want = For(r, 0, 4, "serial", BufferStore(
+        B, A[r, r_] * Broadcast(loom.const(2), 4) + Broadcast(loom.const(1), 4), [r, r_]))
+    loom.assert_structural_equal(vectorize_loop(before), want)
+
+
+def test_affine_index_stays_a_ramp():
+    """``i * 2 + r`` with i vectorized is ``ramp(r, 2, 4)``; the min of the loop is the ramp base."""
+    r, i = loom.var("r"), loom.var("i")
+    flat = loom.decl_buffer((64,), "int32", name="F")
+    before = For(i, 1, 4, "vectorized", BufferStore(flat, r, [i * 2 + r]))
+    got = vectorize_loop(before)
+    want = BufferStore(flat, Broadcast(r, 4), [Ramp(loom.const(2) + r, loom.const(2), 4)])
+    loom.assert_structural_equal(got, want)
+
+
+def test_let_gets_a_vector_variable():
+    """A let whose value depends on the vector lane binds a vector variable."""
+    i, x = loom.var("i"), loom.var("x")
+    got = vectorize_loop(For(i, 0, 4, "vectorized", LetStmt(x, A[0, i] + 1, BufferStore(B, x, [0, i]))))
+    assert isinstance(got, LetStmt) and str(got.var.dtype) == "int32x4"
+    assert got.body.value is got.var
+
+
+@pytest.mark.parametrize("make_body", [
+    lambda i: IfThenElse(i < 2, BufferStore(B, A[0, i], [0, i])),              # branch on the lane
+    lambda i: For(loom.var("k"), 0, 2, "serial", BufferStore(B, A[0, i], [0, i])),  # nested loop
+    lambda i: BufferStore(B, A[0, i], [0, 0]),                                  # every lane stores one place
+    lambda i: loom.ir.Evaluate(loom.call_extern("int32", "f", i)),             # impure call
+], ids=["if", "nested-loop", "same-place", "extern-call"])
+def test_unvectorizable_bodies_fall_back_to_serial(make_body):
+    """The loop keeps its body and becomes serial."""
+    i = loom.var("i")
+    loop = For(i, 0, 4, "vectorized", make_body(i))
+    got = vectorize_loop(loop)
+    assert isinstance(got, For) and got.kind is ForKind.SERIAL and got.body is loop.body
+
+
+def test_invariant_branch_is_kept_around_vector_code():
+    """A condition that does not depend on the lane stays a scalar if."""
+    i, r = loom.var("i"), loom.var("r")
+    got = vectorize_loop(For(i, 0, 4, "vectorized", IfThenElse(r < 2, BufferStore(B, A[r, i], [r, i]))))
+    assert isinstance(got, IfThenElse) and isinstance(got.then_case.indices[1], Ramp)
+
+
+def test_disable_vectorize_makes_loops_serial():
+    """Under tir.disable_vectorize the pass (and SkipVectorize) only change the loop kind."""
+    i = loom.var("i")
+    loop = For(i, 0, 4, "vectorized", BufferStore(B, A[0, i], [0, i]))
+    f = func(loop)
+    with PassContext(config={"tir.disable_vectorize": True}):
+        got = VectorizeLoop()(f).body
+    loom.assert_structural_equal(got, loop.with_(kind="serial"))
+    loom.assert_structural_equal(SkipVectorize()(f).body, loop.with_(kind="serial"))
+
+
+def test_symbolic_extent_stays_serial():
+    """Lanes must be a constant: a symbolic extent falls back to a serial loop."""
+    n, i = loom.var("n"), loom.var("i")
+    got = vectorize_loop(For(i, 0, n, "vectorized", BufferStore(B, A[0, i], [0, i])))
+    assert got.kind is ForKind.SERIAL
