@@ -25,7 +25,7 @@ from .ir.intrin import (
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
-from .te import comm_reducer, compute, extern, max, min, placeholder, reduce_axis, sum, thread_axis  # noqa: A004
+from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, sum, thread_axis  # noqa: A004
 from . import ir, arith, plugins, target, te, testing, transform
 from .target import CompilationConfig, Device, Target, VirtualDevice, cpu, cuda, device
 
@@ -42,7 +42,7 @@ __all__ = [
     "reinterpret", "likely", "call_extern",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",
-    "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
+    "create_schedule", "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
     "ir", "arith", "plugins", "target", "te", "testing", "transform", "Target", "Device", "VirtualDevice", "CompilationConfig",
     "cpu", "cuda", "device",
 ]

@@ -1,0 +1,130 @@
+"""A stage's loop nest and bound checks (classic TVM's ``MakeLoopNest`` / ``MakeBoundCheck``).
+
+A nest is a list of levels, one before the first leaf loop and one after each;
+a level is a list of frames, each a function wrapping a body statement (a
+loop, a let, an attribute).  :func:`merge_nest` applies them inside out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from ..arith import Analyzer
+from ..ir import expr as E
+from ..ir import expr_ops as ops
+from ..ir.intrin import likely
+from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, Stmt
+from .int_set import IntervalSet, eval_set
+from .relations import pass_up_bound_check, pass_up_index
+from .schedule import root_iter_vars
+
+__all__ = ["make_loop_nest", "make_bound_check", "merge_nest", "if_nest", "Frame"]
+
+Frame = Callable[[Stmt], Stmt]
+_FOR_KIND = {"data_par": "serial", "unrolled": "unrolled", "vectorized": "vectorized", "parallelized": "parallel"}
+_VIRTUAL_TAGS = ("vthread", "cthread")
+
+
+def _is_one(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 1
+
+
+def _is_zero(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def _loop_frames(iv: E.IterVar, var: E.Var, dom: E.Range, kind: str, values: dict[E.IterVar, E.PrimExpr]) -> list[Frame]:
+    if _is_one(dom.extent):
+        values[iv] = dom.min
+        return [lambda b: LetStmt(var, dom.min, b)]
+    if _is_zero(dom.min):
+        values[iv] = var
+        return [lambda b: For(var, ops.const(0, var.dtype), dom.extent, kind, b)]
+    idx = E.Var(f"{var.name}.idx", var.dtype)
+    values[iv] = dom.min + idx
+    return [lambda b: For(idx, ops.const(0, var.dtype), dom.extent, kind, b),
+            lambda b: LetStmt(var, dom.min + idx, b)]
+
+
+def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, new_loop_var: bool,
+                   skip: set[E.IterVar], values: dict[E.IterVar, E.PrimExpr],
+                   attach: Optional[Callable[[E.IterVar, Stmt], Stmt]] = None) -> list[list[Frame]]:
+    """Frames for the stage's leaf loops from position ``begin``; fills ``values`` for every axis.
+
+    ``new_loop_var`` makes fresh loop variables (the separate nest of a reduction's
+    initialization); ``attach(iv, body)`` places attached stages inside loop ``iv``.
+    """
+    leaves = stage.leaf_iter_vars
+    nest: list[list[Frame]] = [[] for _ in range(len(leaves) + 1)]
+    for i in range(begin, len(leaves)):
+        iv = leaves[i]
+        level = nest[i + 1]
+        if iv in skip or iv.iter_type == "opaque":
+            values[iv] = iv.var
+            continue
+        attr = stage.iter_var_attrs.get(iv)
+        thread = attr.bind_thread if attr is not None else None
+        dom = dom_map[iv]
+        if thread is None:
+            var = E.Var(f"{iv.var.name}.init", iv.var.dtype) if new_loop_var else iv.var
+            for key, value in (attr.pragmas if attr is not None else []):
+                level.append(lambda b, key=key, value=value, iv=iv: AttrStmt(iv, f"pragma_{key}", value, b))
+            kind = _FOR_KIND.get(attr.iter_type if attr is not None else "data_par", "serial")
+            level.extend(_loop_frames(iv, var, dom, kind, values))
+        else:
+            key = "virtual_thread" if thread.thread_tag in _VIRTUAL_TAGS else "thread_extent"
+            level.append(lambda b, thread=thread, key=key, ext=dom.extent: AttrStmt(thread, key, ext, b))
+            values[iv] = dom.min if _is_one(dom.extent) else thread.var
+        if attach is not None and not new_loop_var:
+            level.append(lambda b, iv=iv: attach(iv, b))
+    pass_up_index(stage, dom_map, values)
+    return nest
+
+
+def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[E.IterVar, E.PrimExpr],
+                     skip_domain: bool, skip: set[E.IterVar]) -> list[E.PrimExpr]:
+    """Conditions keeping each axis inside its inferred range and its declared domain.
+
+    A condition is left out when interval analysis proves it always holds.
+    """
+    an = Analyzer()
+    sets: dict[E.Var, IntervalSet] = {}
+    for iv, r in dom_map.items():
+        sets[iv.var] = IntervalSet.from_range(r)
+        an.bind(iv.var, r, allow_override=True)
+    needs: dict[E.IterVar, bool] = {iv: False for iv in stage.leaf_iter_vars}
+    pass_up_bound_check(stage, dom_map, needs, an)
+    preds: list[E.PrimExpr] = []
+    for iv in root_iter_vars(stage.op):
+        if iv in skip or iv.iter_type == "opaque" or iv not in values:
+            continue
+        dom = dom_map[iv]
+        if needs.get(iv, False):
+            value = an.simplify(values[iv] - dom.min)
+            vmax = eval_set(value, sets, an).max
+            if vmax is None or not an.can_prove(vmax < dom.extent):
+                preds.append(value < dom.extent)
+        same = an.can_prove_equal(iv.dom.min, dom.min) and an.can_prove_equal(iv.dom.extent, dom.extent)
+        if not skip_domain and not same:
+            value = an.simplify(values[iv] - iv.dom.min)
+            s = eval_set(value, sets, an)
+            if s.min is None or not an.can_prove(s.min >= 0):
+                preds.append(value >= 0)
+            if s.max is None or not an.can_prove(s.max < iv.dom.extent):
+                preds.append(value < iv.dom.extent)
+    return preds
+
+
+def if_nest(preds: list[E.PrimExpr], body: Stmt) -> Stmt:
+    """``body`` inside one ``if likely(p)`` per predicate (the first outermost)."""
+    for p in reversed(preds):
+        body = IfThenElse(likely(p), body)
+    return body
+
+
+def merge_nest(nest: list[list[Frame]], body: Stmt) -> Stmt:
+    """Apply the frames of ``nest`` around ``body``, the last frame innermost."""
+    for level in reversed(nest):
+        for frame in reversed(level):
+            body = frame(body)
+    return body

@@ -1,0 +1,149 @@
+"""Cache primitives: ``Schedule.cache_read`` and ``Schedule.cache_write``.
+
+Both add a copy stage.  The stages they change keep producing their original
+tensors (``stage.origin_op``), so the tensors users hold (and pass to
+``lower``) stay valid; only the stage's ``op`` is replaced by one reading or
+writing the cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import LoomTypeError, LoomValueError
+from ..ir import expr as E
+from ..ir import expr_ops as ops
+from ..ir.reduce import Reduce
+from ._te_functor import TeMutator, te_substitute
+from .schedule import Schedule, Stage
+from .tensor import ComputeOp, ExternOp, Operation, Tensor
+
+__all__ = ["cache_read", "cache_write"]
+
+
+class _Rewire(TeMutator):
+    def __init__(self, old: Tensor, new: Tensor) -> None:
+        self.old, self.new, self.hits = old, new, 0
+
+    def visit_ProducerLoad(self, node: Any) -> Any:
+        node = super().visit_ProducerLoad(node)
+        if node.producer is self.old:
+            self.hits += 1
+            return self.new[tuple(node.indices)]
+        return node
+
+
+def _reader_stage(sch: Schedule, r: Any) -> Stage:
+    if isinstance(r, Stage):
+        return r
+    if isinstance(r, (Tensor, Operation)):
+        return sch[r]
+    raise LoomTypeError(f"cache_read: readers must be tensors, operations or stages, got {type(r).__name__}")
+
+
+def _replace_input(stage: Stage, old: Tensor, new: Tensor) -> bool:
+    op = stage.op
+    if isinstance(op, ComputeOp):
+        rewire = _Rewire(old, new)
+        body = tuple(rewire.visit(b) for b in op.body)
+        if not rewire.hits:
+            return False
+        stage.op = ComputeOp(op.name, op.axis, op.reduce_axis, body, op.tag, op.attrs)
+        return True
+    if isinstance(op, ExternOp) and any(t is old for t in op.inputs):
+        inputs = tuple(new if t is old else t for t in op.inputs)
+        stage.op = ExternOp(op.name, inputs, op.input_placeholders, op.output_placeholders, op.body, op.tag, op.attrs)
+        return True
+    return False
+
+
+def _copy_axes(shape: tuple[E.PrimExpr, ...], suffix: str = "") -> tuple[E.IterVar, ...]:
+    return tuple(E.IterVar(E.Range(ops.const(0, s.dtype), s), E.Var(f"ax{k}{suffix}", s.dtype), "data_par")
+                 for k, s in enumerate(shape))
+
+
+def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+    """Copy ``tensor`` into a new ``scope`` stage ``<name>.<scope>`` that ``readers`` read instead.
+
+    >>> from loom.te.operation import placeholder, compute
+    >>> from loom.te.schedule import create_schedule
+    >>> A = placeholder((8,), name="A")
+    >>> B = compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> s = create_schedule(B.op)
+    >>> AA = s.cache_read(A, "shared", [B])
+    >>> AA.name, [st.op.name for st in s.stages], s[AA].scope
+    ('A.shared', ['A', 'A.shared', 'B'], 'shared')
+    """
+    if not isinstance(tensor, Tensor):
+        raise LoomTypeError(f"cache_read expects a Tensor, got {type(tensor).__name__}")
+    if not isinstance(scope, str) or not scope:
+        raise LoomValueError(f"cache_read of {tensor.name}: the scope must be a non-empty string, got {scope!r}")
+    producer = sch[tensor]
+    readers = list(readers) if isinstance(readers, (list, tuple)) else [readers]
+    if not readers:
+        raise LoomValueError(f"cache_read of {tensor.name}: give at least one reader")
+    name = tensor.op.name + (f".v{tensor.value_index}" if tensor.op.num_outputs > 1 else "") + f".{scope}"
+    axis = _copy_axes(tensor.shape)
+    cache_op = ComputeOp(name, axis, (), (tensor[tuple(iv.var for iv in axis)],))
+    cache = cache_op.output(0)
+    for r in readers:
+        stage = _reader_stage(sch, r)
+        if not _replace_input(stage, tensor, cache):
+            raise LoomValueError(f"cache_read of {tensor.name}: {stage.op.name} does not read {tensor.name}")
+    stage = Stage(cache_op)
+    stage.scope = scope
+    sch.stages.insert(sch.stages.index(producer) + 1, stage)
+    sch.stage_map[cache_op] = stage
+    return cache
+
+
+def cache_write(sch: Schedule, tensor: Any, scope: str) -> Any:
+    """Compute ``tensor``'s operation into ``<name>.<scope>`` and make the original stage copy it out.
+
+    Call it before reshaping the stage's loops.  Every output of the operation
+    is cached (a tuple reduction computes all of them together); a list of
+    tensors gives a list of cache tensors.
+
+    >>> from loom.te.operation import placeholder, compute
+    >>> from loom.te.schedule import create_schedule
+    >>> A = placeholder((8,), name="A")
+    >>> B = compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> s = create_schedule(B.op)
+    >>> BL = s.cache_write(B, "local")
+    >>> BL.name, [st.op.name for st in s.stages], str(s[B].op.body[0])
+    ('B.local', ['A', 'B.local', 'B'], 'B.local[i]')
+    """
+    tensors = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]
+    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+        raise LoomTypeError(f"cache_write expects a Tensor or a list of tensors of one operation, got {tensor!r}")
+    if not isinstance(scope, str) or not scope:
+        raise LoomValueError(f"cache_write of {tensors[0].name}: the scope must be a non-empty string, got {scope!r}")
+    stage = sch[tensors[0]]
+    if any(sch[t] is not stage for t in tensors):
+        raise LoomValueError("cache_write: all tensors must be outputs of one operation")
+    op = stage.op
+    if not isinstance(op, ComputeOp):
+        raise LoomValueError(f"cache_write of {op.name}: only compute operations can be cached "
+                             f"(this is a {type(op).__name__})")
+    if stage.relations or stage.iter_var_attrs:
+        raise LoomValueError(f"cache_write of {op.name}: call cache_write before split/fuse/reorder/bind or "
+                             f"annotations on the stage")
+    if stage.attach_type == "inline":
+        raise LoomValueError(f"cache_write of {op.name}: the stage is inlined")
+    axis = tuple(E.IterVar(iv.dom, E.Var(f"{iv.var.name}.c", iv.var.dtype), iv.iter_type) for iv in op.axis)
+    vsub = {old.var: new.var for old, new in zip(op.axis, axis)}
+    bodies = tuple(te_substitute(b, vsub) for b in op.body)
+    if op.reduce_axis and not all(isinstance(b, Reduce) for b in bodies):
+        raise LoomValueError(f"cache_write of {op.name}: a reduction's body must be a reduction")
+    cache_op = ComputeOp(f"{op.name}.{scope}", axis, op.reduce_axis, bodies, op.tag, op.attrs)
+    index = tuple(iv.var for iv in op.axis)
+    stage.op = ComputeOp(op.name, op.axis, (), tuple(cache_op.output(k)[index] for k in range(op.num_outputs)),
+                         op.tag, op.attrs)
+    stage.all_iter_vars = list(op.axis)
+    stage.leaf_iter_vars = list(op.axis)
+    cache_stage = Stage(cache_op)
+    cache_stage.scope = scope
+    sch.stages.insert(sch.stages.index(stage), cache_stage)
+    sch.stage_map[cache_op] = cache_stage
+    out = [cache_op.output(t.value_index) for t in tensors]
+    return out if isinstance(tensor, (list, tuple)) else out[0]
