@@ -26,7 +26,9 @@ from .ir.structural import assert_structural_equal, structural_equal, structural
 from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
 from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, sum, thread_axis  # noqa: A004
-from . import ir, arith, plugins, target, te, testing, transform
+from . import ir, arith, plugins, runtime, target, te, testing, transform, driver
+from .driver import build, build_config, lower
+from .runtime import ndarray as nd
 from .target import CompilationConfig, Device, Target, VirtualDevice, cpu, cuda, device
 
 __version__ = "0.1.0"
@@ -43,6 +45,7 @@ __all__ = [
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",
     "create_schedule", "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
-    "ir", "arith", "plugins", "target", "te", "testing", "transform", "Target", "Device", "VirtualDevice", "CompilationConfig",
+    "lower", "build", "build_config", "nd",
+    "ir", "arith", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "Target", "Device", "VirtualDevice", "CompilationConfig",
     "cpu", "cuda", "device",
 ]

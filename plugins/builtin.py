@@ -20,3 +20,23 @@ def loom_target_kinds() -> list[Any]:
 
     return [TargetKind("interp", "cpu", {}, default_keys=("cpu", "interp"),
                        doc="reference interpreter: runs any lowered program, no compiler needed")]
+
+
+@hookimpl
+def loom_codegen(mod: Any, target: Any) -> Any:
+    """Build an ``interp`` runtime Module: the lowered IRModule run on the reference interpreter."""
+    if target.kind.name != "interp":
+        return None
+    from loom.runtime.interp_module import InterpModule
+
+    return InterpModule(mod, target)
+
+
+@hookimpl
+def loom_load_module(path: str, fmt: str) -> Any:
+    """Load a module file exported by an ``interp`` Module."""
+    from loom.runtime.interp_module import FORMAT, InterpModule
+
+    if fmt != FORMAT:
+        return None
+    return InterpModule.load(path)

@@ -60,6 +60,20 @@ def deep_recursion(limit: int = 50000) -> Iterator[None]:
             sys.setrecursionlimit(old)
 
 
+_ORDER: dict[type, tuple[Any, ...]] = {}
+
+
+def _compare_order(cls: type) -> tuple[Any, ...]:
+    """Binding fields first: definitions are paired before the body uses them
+    (a PrimFunc's buffer_map defines shape vars that its body reads)."""
+    found = _ORDER.get(cls)
+    if found is None:
+        fields = fields_of(cls)
+        found = tuple(f for f in fields if f.metadata.get("binds")) + tuple(f for f in fields if not f.metadata.get("binds"))
+        _ORDER[cls] = found
+    return found
+
+
 def _is_plain(v: Any) -> bool:
     return not isinstance(v, (Node, tuple, dict))
 
@@ -124,7 +138,7 @@ class _Equal:
         return True
 
     def fields_equal(self, a: Node, b: Node, defining: bool, skip_names: bool = False) -> bool:
-        for f in fields_of(type(a)):
+        for f in _compare_order(type(a)):
             if skip_names and f.name == "name":
                 continue  # variable names are hints, not identity
             self.path.append(f".{f.name}")
@@ -205,7 +219,7 @@ class _Hash:
                 skip_names = True
             else:
                 skip_names = False
-            for f in fields_of(cls):
+            for f in _compare_order(cls):
                 if skip_names and f.name == "name":
                     continue
                 h = _mix(h, self.hash(getattr(v, f.name), defining or f.metadata.get("binds", False)))

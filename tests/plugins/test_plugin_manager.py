@@ -38,7 +38,7 @@ def test_builtin_plugin_contributes_interp():
     """The core's own plugin goes through the manager like any other."""
     info = _info("builtin")
     assert (info.status, info.dist, info.module) == ("builtin", "loom", "loom.plugins.builtin")
-    assert info.target_kinds == ("interp",) and info.hooks == ("loom_target_kinds",)
+    assert info.target_kinds == ("interp",) and info.hooks == ("loom_codegen", "loom_load_module", "loom_target_kinds")
     kind, owner = plugins.collect_target_kinds()["interp"]
     assert owner == "builtin" and kind.device_type == 1 and kind.default_keys == ("cpu", "interp")
     assert loom.target.Target("interp").keys == ("cpu", "interp")
@@ -198,5 +198,5 @@ def test_manager_is_built_once_across_threads():
 
 def test_plugin_info_to_dict_is_json_ready():
     d = _info("builtin").to_dict()
-    assert d["target_kinds"] == ["interp"] and d["hooks"] == ["loom_target_kinds"]
+    assert d["target_kinds"] == ["interp"] and d["hooks"] == ["loom_codegen", "loom_load_module", "loom_target_kinds"]
     assert d["error"] is None and d["status"] == "builtin"

@@ -24,7 +24,7 @@ def test_plugins_table(capsys):
     header, *rows = out.splitlines()
     assert code == 0 and header.split() == ["NAME", "VERSION", "DISTRIBUTION", "STATUS", "CONTRIBUTES"]
     assert rows[0].split() == ["builtin", loom.__version__, "loom", "builtin", "target", "kinds:",
-                               "interp", "(cpu)"]
+                               "interp", "(cpu);", "hooks:", "loom_codegen,", "loom_load_module"]
 
 
 def test_plugins_table_lists_hooks_beyond_target_kinds(capsys):

@@ -1,0 +1,163 @@
+"""``loom.build``: lower, split host from device code, and hand each part to its backend.
+
+For every target: lower the input (unless it is already lowered, i.e. its
+functions carry ``attrs["loom.api"]``), mark each function with
+``attrs["target"]``, and for a device target split the kernels out
+(SplitHostDevice) and insert barriers (ThreadSync: global ones under
+``detect_global_barrier``, shared-memory ones always); then lower the
+intrinsics (LowerIntrin) of every function for its own target.  Finally the
+``loom_codegen(mod, target)`` hook turns each target's functions into a runtime
+Module; the host module imports the others (``imported_modules``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..errors import LoomTypeError, LoomValueError, PluginError
+from ..ir.buffer import Buffer
+from ..ir.function import IRModule, PrimFunc
+from ..target import CompilationConfig, Target, list_kinds
+from ..target.compilation_config import _default_host
+from ..target.target import target_key
+from ..transform.pass_base import PassContext
+from . import pipeline
+from .lower import driver_context, lower_with_target, run_passes
+
+__all__ = ["build", "is_lowered"]
+
+
+def is_lowered(mod: IRModule) -> bool:
+    """True when every PrimFunc of ``mod`` went through MakeAPI already."""
+    funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
+    return bool(funcs) and all(f.attrs.get("loom.api") for f in funcs)
+
+
+def _lowered(inputs: Any, args: Sequence[Any] | None, name: str, binds: Mapping[Any, Buffer] | None,
+             target: Target) -> IRModule:
+    if isinstance(inputs, PrimFunc):
+        inputs = IRModule({str(inputs.attrs.get("global_symbol", name)): inputs})
+    if isinstance(inputs, IRModule) and is_lowered(inputs):
+        return inputs
+    return lower_with_target(inputs, args, name, binds, False, target)
+
+
+def _annotate(mod: IRModule, target: Target) -> IRModule:
+    funcs = {k: f.with_attr("target", target) if isinstance(f, PrimFunc) else f for k, f in mod.functions.items()}
+    return mod.with_(functions=funcs)
+
+
+def _by_target(mod: IRModule, default: Target) -> dict[Any, tuple[Target, dict[str, Any]]]:
+    """The functions of ``mod`` grouped by their ``attrs["target"]`` (by value)."""
+    groups: dict[Any, tuple[Target, dict[str, Any]]] = {}
+    for k, f in mod.functions.items():
+        t = f.attrs.get("target", default) if isinstance(f, PrimFunc) else default
+        key = target_key(t.without_host())
+        groups.setdefault(key, (t, {}))[1][k] = f
+    return groups
+
+
+def _resolve_targets(inputs: Any, target: Any, target_host: Any) -> tuple[CompilationConfig, list[tuple[Target, Any]]]:
+    if isinstance(inputs, Mapping):
+        if target is not None:
+            raise LoomTypeError("build(): give the targets either as the keys of the inputs dict or as target=, "
+                                "not both")
+        if not inputs:
+            raise LoomTypeError("build(): the inputs dict is empty; map each target to a module")
+        items = list(inputs.items())
+    else:
+        if target is None:
+            target = Target.current() or _default_host()
+        items = [(target, inputs)]
+    raw = [Target(t) if not isinstance(t, Target) else t for t, _ in items]
+    if target_host is not None:
+        raw = [t.with_host(target_host) for t in raw]
+    cfg = CompilationConfig(PassContext.current(), raw)
+    # The primitive targets keep the order of ``raw``, each with the one host object.
+    return cfg, [(t, m) for t, (_, m) in zip(cfg.primitive_targets, items)]
+
+
+def _codegen(mod: IRModule, target: Target) -> Any:
+    from ..plugins import get_plugin_manager
+
+    built = get_plugin_manager().hook.loom_codegen(mod=mod, target=target)
+    if built is None:
+        raise PluginError(f"no backend can build target kind {target.kind_name!r}; installed target kinds: "
+                          f"{', '.join(list_kinds()) or 'none'}. Install the backend package for "
+                          f"{target.kind_name!r} (e.g. loom-llvm, loom-c, loom-cuda) or register a plugin "
+                          f"implementing loom_codegen for it")
+    return built
+
+
+def _import(host: Any, device: Any) -> None:
+    adopt = getattr(host, "import_module", None)
+    if callable(adopt):
+        adopt(device)
+        return
+    imported = getattr(host, "imported_modules", None)
+    if not isinstance(imported, list):
+        raise PluginError(f"the host module {type(host).__name__} can neither import_module() nor append to "
+                          f"a list imported_modules, so it cannot hold the device modules")
+    imported.append(device)
+
+
+def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, target_host: Any = None,
+          name: str = "default_function", binds: Mapping[Any, Buffer] | None = None) -> Any:
+    """Build a runtime Module from a schedule, a PrimFunc, an IRModule or ``{target: input}``.
+
+    :param inputs: a Schedule (needs ``args``), a PrimFunc or IRModule (lowered
+        unless MakeAPI already ran), or a dict mapping targets to such inputs for a
+        heterogeneous build.
+    :param args: the arguments when ``inputs`` is a Schedule (see :func:`loom.lower`).
+    :param target: a target string or Target; None means ``Target.current()``, else
+        the default host target (llvm, c or interp, whichever is installed first).
+    :param target_host: the host of a device target (default: chosen by
+        :class:`~loom.target.CompilationConfig`).
+    :param name: the function's name.
+    :param binds: ``{Tensor: Buffer}`` layouts, as for :func:`loom.lower`.
+    :return: the host's runtime Module; device modules are in its ``imported_modules``.
+
+    An unknown target kind is a :class:`~loom.errors.TargetError` listing the installed
+    kinds; a kind no plugin can generate code for is a :class:`~loom.errors.PluginError`.
+
+    >>> import numpy as np
+    >>> from loom.te.operation import compute, placeholder
+    >>> from loom.te.schedule import create_schedule
+    >>> A = placeholder((4,), "float32", name="A")
+    >>> B = compute((4,), lambda i: A[i] + 1.0, name="B")
+    >>> f = build(create_schedule(B.op), [A, B], target="interp")
+    >>> b = np.zeros(4, "float32"); f(np.arange(4, dtype="float32"), b); b
+    array([1., 2., 3., 4.], dtype=float32)
+    """
+    cfg, work = _resolve_targets(inputs, target, target_host)
+    with driver_context():
+        return _build(cfg, work, args, name, binds)
+
+
+def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequence[Any] | None, name: str,
+           binds: Mapping[Any, Buffer] | None) -> Any:
+    host_target = cfg.host_target
+    parts: dict[Any, tuple[Target, dict[str, Any]]] = {}
+    names: dict[str, Target] = {}  # function names are global across the whole build
+    for tgt, item in work:
+        device = tgt.device_type != host_target.device_type
+        with tgt:
+            mod = _annotate(_lowered(item, args, name, binds, tgt), tgt)
+            mod = run_passes(mod, pipeline.instantiate(pipeline.DEVICE_BUILD if device else pipeline.HOST_BUILD))
+        clash = sorted(set(names) & set(mod.functions))
+        if clash:
+            raise LoomValueError(f"build(): function(s) {clash} of the input for {tgt.without_host()} are already "
+                                 f"defined by the input for {names[clash[0]].without_host()}; rename one of them")
+        names.update(dict.fromkeys(mod.functions, tgt))
+        for key, (t, funcs) in _by_target(mod, tgt).items():
+            parts.setdefault(key, (t, {}))[1].update(funcs)
+    host_key = target_key(host_target.without_host())
+    built = {key: _codegen(IRModule(funcs), t) for key, (t, funcs) in parts.items()}
+    host = built.pop(host_key, None)
+    if host is None:
+        if len(built) == 1:
+            return next(iter(built.values()))
+        host = _codegen(IRModule({}), host_target)
+    for dev in built.values():
+        _import(host, dev)
+    return host

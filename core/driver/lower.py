@@ -1,0 +1,265 @@
+"""``loom.lower``: a schedule (or a PrimFunc / IRModule) through the classic phases.
+
+The order, with the slots where user and plugin passes run (see ``pipeline.py``)::
+
+    schedule_to_stmt -> PrimFunc (params, buffer_map, tensor_binds)
+    phase 0:                                              + plugin/user phase-0 passes
+    phase 1: StorageFlatten, CanonicalSimplify            + plugin/user phase-1 passes
+    phase 2: LoopPartition, VectorizeLoop, InjectVirtualThread, InjectDoubleBuffer,
+             StorageRewrite, UnrollLoop                   + plugin/user phase-2 passes
+    phase 3: Simplify, RemoveNoOp, RewriteUnsafeSelect    + plugin/user phase-3 passes
+    MakeAPI
+
+Plugin passes come from the ``loom_lower_passes(target, phase)`` hook and are asked
+for only when a target is known: inside ``loom.build`` or under ``with Target(...)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import LoomError, LoomTypeError, LoomValueError, PluginError
+from ..ir.buffer import Buffer, decl_buffer
+from ..ir.container import Map
+from ..ir.expr import Var
+from ..ir.function import IRModule, PrimFunc
+from ..ir.stmt import Stmt
+from ..target import Target
+from ..transform.instrument import DumpIR, env_instruments, extend_context
+from ..transform.pass_base import Pass, PassContext, PassInfo, PrimFuncPass
+from . import pipeline
+from .build_config import MAX_PHASE, check_lower_passes
+
+__all__ = [
+    "lower", "lower_with_target", "get_binds", "form_prim_func", "as_pass", "phase_passes", "run_passes",
+    "driver_context",
+]
+
+
+def as_pass(fn: Any, where: str = "add_lower_pass") -> Pass:
+    """``fn`` as a Pass: a Pass stays itself; a ``Stmt -> Stmt`` callable is applied to every body."""
+    if isinstance(fn, Pass):
+        return fn
+    if not callable(fn):
+        raise LoomTypeError(f"{where}: expected a Pass or a Stmt -> Stmt callable, got {type(fn).__name__}")
+    name = getattr(fn, "__name__", type(fn).__name__)
+
+    def apply(func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        body = fn(func.body)
+        if not isinstance(body, Stmt):
+            raise LoomTypeError(f"{where}: the Stmt -> Stmt pass {name} returned a {type(body).__name__}, not a Stmt")
+        return func if body is func.body else func.with_body(body)
+
+    return PrimFuncPass(apply, PassInfo(name))
+
+
+def _tensor_type() -> type:
+    from ..te.tensor import Tensor
+
+    return Tensor
+
+
+def get_binds(args: Sequence[Any], binds: Mapping[Any, Buffer] | None = None,
+              ctx: PassContext | None = None) -> tuple[dict[Any, Buffer], list[Buffer | Var]]:
+    """Bind every Tensor argument to a Buffer.
+
+    Returns ``(binds, arg_list)``: ``binds`` maps each bound Tensor (the user's
+    ``binds`` plus the arguments) to its Buffer; ``arg_list`` holds, per argument,
+    its Buffer or the Var itself.  A Tensor without a user bind gets a fresh
+    compact buffer with the context's ``data_alignment`` and ``offset_factor``.
+    """
+    ctx = ctx or PassContext.current()
+    tensor_t = _tensor_type()
+    out: dict[Any, Buffer] = {}
+    for t, b in (binds or {}).items():
+        if not isinstance(t, tensor_t) or not isinstance(b, Buffer):
+            raise LoomTypeError(f"binds maps Tensors to Buffers, got {type(t).__name__} -> {type(b).__name__}")
+        out[t] = b
+    arg_list: list[Buffer | Var] = []
+    seen: set[int] = set()
+    for k, a in enumerate(args):
+        if id(a) in seen:
+            raise LoomValueError(f"argument {k} ({_describe(a)}) is given twice in the argument list")
+        seen.add(id(a))
+        if isinstance(a, tensor_t):
+            buf = out.get(a)
+            if buf is None:
+                buf = out[a] = decl_buffer(a.shape, a.dtype, a.name,
+                                           data_alignment=ctx.get_config("tir.data_alignment"),
+                                           offset_factor=ctx.get_config("tir.offset_factor"))
+            arg_list.append(buf)
+        elif isinstance(a, (Buffer, Var)):
+            arg_list.append(a)
+        else:
+            raise LoomTypeError(f"argument {k} must be a Tensor, Buffer or Var, got {type(a).__name__}")
+    return out, arg_list
+
+
+def _describe(a: Any) -> str:
+    return f"{type(a).__name__} {getattr(a, 'name', '')}".strip()
+
+
+def form_prim_func(body: Stmt, args: Sequence[Any], name: str, binds: Mapping[Any, Buffer] | None = None,
+                   ctx: PassContext | None = None) -> PrimFunc:
+    """The PrimFunc of a scheduled body: parameters, buffer_map and the ``tensor_binds`` attribute."""
+    ctx = ctx or PassContext.current()
+    tensor_binds, arg_list = get_binds(args, binds, ctx)
+    params: list[Var] = []
+    buffer_map: dict[Var, Buffer] = {}
+    for a in arg_list:
+        if isinstance(a, Buffer):
+            if a.data in buffer_map:
+                raise LoomValueError(f"buffer {a.name} is bound to two arguments of {name}")
+            params.append(a.data)
+            buffer_map[a.data] = a
+        else:
+            params.append(a)
+    attrs = {"global_symbol": name, "tir.noalias": bool(ctx.get_config("tir.restricted_func")),
+             "tensor_binds": Map(tensor_binds)}
+    return PrimFunc(params, body, buffer_map=buffer_map, attrs=attrs)
+
+
+def _plugin_passes(target: Target | None, phase: int) -> list[Pass]:
+    if target is None:
+        return []
+    from ..plugins import get_plugin_manager
+
+    out: list[Pass] = []
+    for contributed in get_plugin_manager().hook.loom_lower_passes(target=target, phase=phase):
+        if contributed is None:
+            continue
+        if not isinstance(contributed, (list, tuple)):
+            raise PluginError(f"a plugin's loom_lower_passes(phase={phase}) returned a "
+                              f"{type(contributed).__name__}; expected a list of passes or None")
+        out += [as_pass(p, f"loom_lower_passes(phase={phase})") for p in contributed]
+    return out
+
+
+def _user_passes(ctx: PassContext) -> list[list[Pass]]:
+    by_phase: list[list[Pass]] = [[] for _ in range(MAX_PHASE + 1)]
+    for phase, fn in check_lower_passes(ctx.get_config("tir.add_lower_pass")):
+        by_phase[phase].append(as_pass(fn))
+    return by_phase
+
+
+def phase_passes(target: Target | None = None, simple_mode: bool = False,
+                 ctx: PassContext | None = None) -> list[Pass]:
+    """Every pass ``lower`` runs after forming the PrimFunc, in order."""
+    ctx = ctx or PassContext.current()
+    skip = pipeline.SIMPLE_MODE_SKIPS if simple_mode else frozenset()
+    user = _user_passes(ctx)
+    passes: list[Pass] = []
+    for phase, builtin in enumerate(pipeline.PHASES):
+        passes += pipeline.instantiate(builtin, skip)
+        passes += _plugin_passes(target, phase)
+        passes += user[phase]
+    passes += pipeline.instantiate(pipeline.API, skip)
+    return passes
+
+
+@contextlib.contextmanager
+def driver_context(ctx: PassContext | None = None) -> Iterator[PassContext]:
+    """The current context plus the driver's instruments (env knobs, dump_pass_ir), entered once.
+
+    Nested uses (``lower`` inside ``build``) share the outer one, so dump_pass_ir
+    numbers every pass of a build in one sequence.
+    """
+    ctx = ctx or PassContext.current()
+    if getattr(ctx, "_loom_driver", False):
+        yield ctx
+        return
+    extra = env_instruments()
+    if ctx.get_config("tir.dump_pass_ir"):
+        extra.append(DumpIR(ctx.get_config("tir.dump_pass_ir_dir")))
+    if not extra:
+        yield ctx
+        return
+    with extend_context(extra, ctx) as inner:
+        inner._loom_driver = True  # type: ignore[attr-defined]
+        yield inner
+
+
+def run_passes(mod: IRModule, passes: Sequence[Pass]) -> IRModule:
+    """Run ``passes`` in order under the current context and the driver's instruments."""
+    with driver_context():
+        for p in passes:
+            mod = p(mod)
+    return mod
+
+
+def _as_module(func: IRModule | PrimFunc, name: str) -> IRModule:
+    if isinstance(func, IRModule):
+        return func
+    symbol = func.attrs.get("global_symbol")
+    if symbol is None:
+        func = func.with_attr("global_symbol", name)
+    return IRModule({str(symbol or name): func})
+
+
+def _schedule_to_stmt(sch: Any) -> Stmt:
+    try:
+        from ..te.schedule_ops import schedule_to_stmt
+    except ModuleNotFoundError as err:
+        raise LoomError(f"lowering a schedule needs loom.te.schedule_ops, which is not installed ({err})") from None
+    return schedule_to_stmt(sch)
+
+
+def lower_with_target(sch: Any, args: Sequence[Any] | None, name: str, binds: Mapping[Any, Buffer] | None,
+                      simple_mode: bool, target: Target | None) -> IRModule:
+    """:func:`lower` with the target whose plugins contribute passes given explicitly."""
+    if not isinstance(name, str) or not name:
+        raise LoomValueError(f"the function name must be a non-empty str, got {name!r}")
+    ctx = PassContext.current()
+    if isinstance(sch, (IRModule, PrimFunc)):
+        mod = _as_module(sch, name)
+    else:
+        from ..te.schedule import Schedule
+
+        if not isinstance(sch, Schedule):
+            raise LoomTypeError(f"lower expects a Schedule (loom.create_schedule), a PrimFunc or an IRModule, "
+                                f"got {type(sch).__name__}")
+        if args is None:
+            raise LoomValueError("lowering a schedule needs args: the Tensors, Buffers and Vars "
+                                 "the function takes, in order")
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+            raise LoomTypeError(f"args must be a list of Tensor, Buffer or Var, got {type(args).__name__}")
+        func = form_prim_func(_schedule_to_stmt(sch), args, name, binds, ctx)
+        mod = IRModule({name: func})
+    return run_passes(mod, phase_passes(target, simple_mode, ctx))
+
+
+def lower(sch: Any, args: Sequence[Any] | None = None, name: str = "default_function",
+          binds: Mapping[Any, Buffer] | None = None, simple_mode: bool = False) -> IRModule:
+    """Lower a schedule into an :class:`~loom.ir.IRModule` holding one PrimFunc ``name``.
+
+    :param sch: a Schedule, or a PrimFunc / IRModule (then the pipeline runs from
+        phase 0's user passes and StorageFlatten on; ``args`` and ``binds`` are not used).
+    :param args: the function's arguments in order: Tensors, Buffers or Vars.
+    :param name: the function's name and ``global_symbol``.
+    :param binds: ``{Tensor: Buffer}`` layouts; other Tensor arguments get fresh compact
+        buffers (``data_alignment`` and ``offset_factor`` from ``build_config``).
+    :param simple_mode: skip LoopPartition, UnrollLoop and MakeAPI (seed 003), giving
+        compact, readable IR.  The result is an IRModule in every mode; ``str(mod)``
+        (or ``str(mod[name].body)``) shows the readable body.
+
+    User passes come from ``build_config(add_lower_pass=[(phase, pass)])``.
+
+    >>> import loom
+    >>> from loom.driver import build_config
+    >>> from loom.te.operation import compute, placeholder
+    >>> from loom.te.schedule import create_schedule
+    >>> A = placeholder((8,), "float32", name="A")
+    >>> B = compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> s = create_schedule(B.op)
+    >>> xo, xi = s[B].split(B.op.axis[0], factor=4)
+    >>> with build_config(auto_unroll_max_step=4):
+    ...     mod = lower(s, [A, B], name="double")
+    >>> print(mod["double"].body)
+    for i.outer in range(2):
+        B[i.outer * 4] = A[i.outer * 4] * 2.0
+        B[i.outer * 4 + 1] = A[i.outer * 4 + 1] * 2.0
+        B[i.outer * 4 + 2] = A[i.outer * 4 + 2] * 2.0
+        B[i.outer * 4 + 3] = A[i.outer * 4 + 3] * 2.0
+    """
+    return lower_with_target(sch, args, name, binds, simple_mode, Target.current())

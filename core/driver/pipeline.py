@@ -1,0 +1,107 @@
+"""The lowering and build pipelines, as plain lists read top to bottom.
+
+Each entry is ``(name, factory)``; a factory returns a fresh
+:class:`~loom.transform.Pass`.  Factories import their pass module only when
+called, so importing the driver stays cheap and a missing pass module is an
+error naming the module, not an ImportError from deep inside ``lower``.
+
+User passes (``build_config(add_lower_pass=...)``) and plugin passes
+(the ``loom_lower_passes(target, phase)`` hook) run after the built-in passes of
+their phase: built-in, then plugin, then user.
+
+>>> [name for name, _ in PHASE_2]
+['LoopPartition', 'VectorizeLoop', 'InjectVirtualThread', 'InjectDoubleBuffer', 'StorageRewrite', 'UnrollLoop']
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from ..errors import LoomError, LoomTypeError
+from ..transform.pass_base import Pass
+
+__all__ = [
+    "PassFactory", "lazy_pass", "PHASE_0", "PHASE_1", "PHASE_2", "PHASE_3", "API", "PHASES",
+    "SIMPLE_MODE_SKIPS", "DEVICE_BUILD", "HOST_BUILD", "instantiate",
+]
+
+PassFactory = Callable[[], Pass]
+
+
+def lazy_pass(module: str, factory: str, *args: Any) -> PassFactory:
+    """``loom.transform.<module>.<factory>(*args)``, imported when first needed."""
+
+    def make() -> Pass:
+        full = f"loom.transform.{module}"
+        try:
+            mod = importlib.import_module(full)
+        except ModuleNotFoundError as err:
+            if err.name is not None and full.startswith(err.name):
+                raise LoomError(f"the lowering pipeline needs pass {factory} from module {full}, "
+                                f"which is not installed ({err})") from None
+            raise
+        fn = getattr(mod, factory, None)
+        if fn is None:
+            raise LoomError(f"the lowering pipeline needs pass {factory}, but module {full} does not define it")
+        p = fn(*args)
+        if not isinstance(p, Pass):
+            raise LoomTypeError(f"{full}.{factory}() returned a {type(p).__name__}, not a Pass")
+        return p
+
+    make.__qualname__ = f"{factory}({', '.join(map(repr, args))})"
+    return make
+
+
+# Phase 0 has no built-in passes: it is the slot right after the schedule becomes IR.
+PHASE_0: list[tuple[str, PassFactory]] = []
+
+PHASE_1 = [
+    ("StorageFlatten", lazy_pass("storage_flatten", "StorageFlatten")),
+    ("CanonicalSimplify", lazy_pass("simplify", "CanonicalSimplify")),  # canonical form of the flat indices
+]
+
+PHASE_2 = [
+    ("LoopPartition", lazy_pass("loop_partition", "LoopPartition")),
+    ("VectorizeLoop", lazy_pass("vectorize", "VectorizeLoop")),  # honours disable_vectorize itself
+    ("InjectVirtualThread", lazy_pass("inject_virtual_thread", "InjectVirtualThread")),
+    ("InjectDoubleBuffer", lazy_pass("double_buffer", "InjectDoubleBuffer")),
+    ("StorageRewrite", lazy_pass("storage_rewrite", "StorageRewrite")),
+    ("UnrollLoop", lazy_pass("unroll", "UnrollLoop")),
+]
+
+PHASE_3 = [
+    ("Simplify", lazy_pass("simplify", "Simplify")),
+    ("RemoveNoOp", lazy_pass("remove_no_op", "RemoveNoOp")),
+    ("RewriteUnsafeSelect", lazy_pass("rewrite_unsafe_select", "RewriteUnsafeSelect")),
+]
+
+# After phase 3: bind the arguments (skipped in simple_mode).
+API = [
+    ("MakeAPI", lazy_pass("make_api", "MakeAPI")),
+]
+
+PHASES = (PHASE_0, PHASE_1, PHASE_2, PHASE_3)
+
+#: What ``lower(..., simple_mode=True)`` leaves out (seed 003).
+SIMPLE_MODE_SKIPS = frozenset({"LoopPartition", "UnrollLoop", "MakeAPI"})
+
+# build(), for a device target: split the kernels out, then barriers and intrinsics.
+# Every function of the split module goes through these (each pass looks at the
+# function's own attrs["target"]; host functions have no barriers to insert).
+DEVICE_BUILD = [
+    ("SplitHostDevice", lazy_pass("split_host_device", "SplitHostDevice")),
+    ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "global")),  # only under detect_global_barrier
+    ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "shared")),
+    ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
+]
+
+# build(), for a CPU target.
+HOST_BUILD = [
+    ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
+]
+
+
+def instantiate(entries: list[tuple[str, PassFactory]], skip: frozenset[str] = frozenset()) -> list[Pass]:
+    """Fresh passes for ``entries``, leaving out the names in ``skip``."""
+    return [make() for name, make in entries if name not in skip]

@@ -1,0 +1,430 @@
+"""The call-time argument checker every runtime Module shares (interp, llvm, c, cuda).
+
+A built function's signature is its PrimFunc after MakeAPI: ``params`` in order,
+and ``buffer_map`` giving the :class:`~loom.ir.Buffer` behind each buffer
+parameter.  :class:`ArgumentChecker` precomputes one check per parameter when a
+Module is built; each call then runs only those closures.
+
+What a call may pass:
+
+* a **buffer parameter**: a numpy array, a ``loom.nd.NDArray``, any object with
+  ``__dlpack__``/``__dlpack_device__`` on the CPU, or with
+  ``__array_interface__``.  Checked: dtype, ndim, shape (constants equal;
+  symbolic dimensions bound, and equal wherever the same Var appears), strides
+  (a compact buffer needs a C-contiguous array; symbolic strides are bound from
+  the array, in elements), ``elem_offset`` (see below; a multiple of
+  ``offset_factor``), device, alignment (see below).
+* a **handle parameter without a buffer**: a C-contiguous CPU array.
+* a **scalar parameter**: a Python or numpy scalar of a fitting kind (no float
+  for an int, no int out of range).
+
+``elem_offset``: when a buffer's ``elem_offset`` is not the constant 0 and the
+array is a view into a C-contiguous base array, the data pointer is the base's
+and ``elem_offset`` is the view's element offset into it (as TVM's
+``DLTensor.byte_offset``); otherwise the data pointer is the array's own.
+
+Alignment policy: generated code may assume that a buffer's data pointer is a
+multiple of its ``data_alignment`` (64 bytes by default), but numpy arrays are
+often only 16-byte aligned.  Rejecting them would reject most user input, and
+running on them would break that assumption, so a misaligned argument is
+**copied in** to aligned memory with the identical layout (strides and element
+offset, so the binding is unchanged) and the elements the call wrote are
+**copied back** when it returns, whether it succeeds or raises.  ``loom.nd``
+arrays are allocated 64-byte aligned and never copied; a read-only misaligned
+array that the call writes to is an error.
+
+Every mistake raises an :class:`ArgumentTypeError` or :class:`ArgumentValueError`
+(``LoomError`` and ``TypeError``/``ValueError``) naming the function, the argument
+(position, parameter and buffer) and what was expected, before any memory is touched.
+
+>>> import numpy as np, loom
+>>> from loom.ir import PrimFunc, Evaluate
+>>> n = loom.var("n")
+>>> A = loom.decl_buffer((n, 4), "float32", name="A")
+>>> f = PrimFunc([A.data], Evaluate(0), buffer_map={A.data: A}).with_attr("global_symbol", "f")
+>>> call = ArgumentChecker(f).bind((np.zeros((3, 4), "float32"),))
+>>> call.binding[n]
+3
+>>> ArgumentChecker(f).bind((np.zeros((3, 5), "float32"),))
+Traceback (most recent call last):
+  ...
+loom.runtime.arguments.ArgumentValueError: f: argument 0 (A: float32 buffer A of shape (n, 4)): shape[1] must be 4, got shape (3, 5)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import LoomError, LoomTypeError, LoomValueError
+from ..ir import expr as E
+from ..ir.function import PrimFunc
+from ..ir.functor import collect
+from ._values import int_evaluator, int_range, scalar_converter
+from .ndarray import NDArray, aligned_empty
+
+__all__ = ["ArgumentChecker", "BoundCall", "ArgumentError", "ArgumentTypeError", "ArgumentValueError"]
+
+_CPU = 1
+
+
+class ArgumentError(LoomError):
+    """A call's arguments do not match the function's parameters."""
+
+
+class ArgumentTypeError(ArgumentError, LoomTypeError):
+    """Wrong number of arguments, wrong kind of argument or wrong dtype."""
+
+
+class ArgumentValueError(ArgumentError, LoomValueError):
+    """Right kind of argument with the wrong shape, layout, offset, device or value."""
+
+
+# ---------------------------------------------------------------------------
+# one call
+
+
+class BoundCall:
+    """The checked arguments of one call.
+
+    ``values[k]`` is what the backend passes for parameter ``k``: a numpy array
+    (the caller's, or its aligned copy) for handle parameters, a Python/numpy
+    scalar for scalar parameters.  ``binding`` maps each symbolic Var of the
+    signature to its value.  Use as a context manager (or call :meth:`finish`)
+    so aligned copies are written back.
+    """
+
+    __slots__ = ("values", "pointers", "_seen", "_vars", "_copies")
+
+    def __init__(self, n: int, variables: dict[int, E.Var]) -> None:
+        self.values: list[Any] = [None] * n
+        #: The data pointer (an int address) of each handle parameter, None for scalars.
+        self.pointers: list[int | None] = [None] * n
+        self._seen: dict[int, tuple[int, str]] = {}
+        self._vars = variables
+        self._copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
+
+    @property
+    def binding(self) -> dict[E.Var, Any]:
+        """``{Var: value}`` for every symbolic size, stride, offset and scalar parameter."""
+        return {self._vars[k]: v for k, (v, _) in self._seen.items()}
+
+    def finish(self) -> None:
+        """Write back what the call stored into aligned copies of misaligned arguments."""
+        copies, self._copies = self._copies, []
+        for orig, clone, snapshot, what in copies:
+            bits = np.dtype(f"u{orig.itemsize}") if orig.itemsize in (1, 2, 4, 8) else None
+            if bits is None:
+                changed = np.ones(orig.shape, dtype=bool)
+            else:
+                changed = clone.view(bits) != snapshot.view(bits)
+            if not changed.any():
+                continue
+            if not orig.flags.writeable:
+                raise ArgumentValueError(f"{what}: the call wrote into a read-only array")
+            orig[changed] = clone[changed]
+
+    def __enter__(self) -> BoundCall:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finish()
+
+
+# ---------------------------------------------------------------------------
+# the checker
+
+
+_Step = Callable[[Any, BoundCall, list], None]
+
+
+class ArgumentChecker:
+    """Checks and binds call arguments against one PrimFunc's signature.
+
+    :param func: the PrimFunc after MakeAPI (any PrimFunc with params and buffer_map).
+    :param name: the name errors use (default: its ``global_symbol``).
+    :param device_type: the DLPack device type of the function's buffers; only
+        the CPU (1) is served by this checker.
+    :param assumed_alignment: the largest pointer alignment the backend's code
+        relies on; a buffer then needs ``min(data_alignment, assumed_alignment)``.
+        None (the default, and the interp's choice) honours ``data_alignment``.
+    """
+
+    def __init__(self, func: PrimFunc, name: str | None = None, device_type: int = _CPU,
+                 assumed_alignment: int | None = None) -> None:
+        if device_type != _CPU:
+            raise LoomValueError(f"ArgumentChecker checks CPU arguments; device type {device_type} needs its "
+                                 "backend's checker")
+        self.name = name or str(func.attrs.get("global_symbol", "main"))
+        self.assumed_alignment = assumed_alignment
+        self.params = tuple(func.params)
+        self.vars: dict[int, E.Var] = {}
+        self._steps: list[_Step] = []
+        self._later: list[tuple[E.PrimExpr, Callable[[dict], Any]]] = []
+        bindable = {id(p) for p in func.params if not p.dtype.is_handle}
+        for buf in func.buffer_map.values():
+            bindable.update(id(e) for e in (*buf.shape, *buf.strides, buf.elem_offset) if isinstance(e, E.Var))
+        for k, p in enumerate(func.params):
+            buf = func.buffer_map.get(p)
+            if buf is not None:
+                self._steps.append(self._buffer_step(k, p, buf, bindable))
+            elif p.dtype.is_handle:
+                self._steps.append(self._pointer_step(k, p))
+            else:
+                self._steps.append(self._scalar_step(k, p))
+
+    def __repr__(self) -> str:
+        return f"<ArgumentChecker {self.name}({', '.join(p.name for p in self.params)})>"
+
+    # -- entry point -------------------------------------------------------------
+    def bind(self, args: Sequence[Any]) -> BoundCall:
+        """Check ``args`` and return their :class:`BoundCall`; raises before touching any memory."""
+        steps = self._steps
+        if len(args) != len(steps):
+            names = ", ".join(p.name for p in self.params)
+            raise ArgumentTypeError(f"{self.name} takes {len(steps)} arguments ({names}), got {len(args)}")
+        call = BoundCall(len(steps), self.vars)
+        pending: list[tuple[Any, ...]] = []
+        for k, step in enumerate(steps):
+            step(args[k], call, pending)
+        if pending:
+            env = {k: v for k, (v, _) in call._seen.items()}
+            for fn, expr, actual, origin, got in pending:
+                try:
+                    want = fn(env)
+                except ZeroDivisionError:
+                    raise ArgumentValueError(f"{origin}: {expr} divides by zero with these arguments") from None
+                if want != actual:
+                    raise ArgumentValueError(f"{origin} must be {expr} = {want}, got {got}")
+        return call
+
+    __call__ = bind
+
+    # -- scalars -------------------------------------------------------------------
+    def _scalar_step(self, k: int, p: E.Var) -> _Step:
+        what = f"{self.name}: argument {k} ({p.name}: {p.dtype})"
+        convert, key = scalar_converter(p.dtype), id(p)
+        self.vars[key] = p
+        check = self._setter(p)
+
+        def step(arg: Any, call: BoundCall, pending: list) -> None:
+            try:
+                value = convert(arg)
+            except TypeError as err:
+                raise ArgumentTypeError(f"{what} expects a {p.dtype} scalar, got {_kind_of(arg)} ({err})") from None
+            except (ValueError, OverflowError) as err:
+                raise ArgumentValueError(f"{what} expects a {p.dtype} scalar, got {arg!r} ({err})") from None
+            call.values[k] = value
+            check(value, call, what)
+
+        return step
+
+    def _pointer_step(self, k: int, p: E.Var) -> _Step:
+        what = f"{self.name}: argument {k} ({p.name}: handle)"
+
+        def step(arg: Any, call: BoundCall, pending: list) -> None:
+            arr = _host_array(arg, what)
+            if not arr.flags.c_contiguous:
+                raise ArgumentValueError(f"{what} is a pointer; it takes a C-contiguous array, got strides "
+                                         f"{arr.strides} (bytes)")
+            call.values[k] = arr
+            call.pointers[k] = arr.ctypes.data
+
+        return step
+
+    # -- buffers -------------------------------------------------------------------
+    def _buffer_step(self, k: int, p: E.Var, buf: Any, bindable: set[int]) -> _Step:
+        if buf.dtype.lanes != 1:
+            raise LoomTypeError(f"{self.name}: buffer parameter {buf.name} has vector dtype {buf.dtype}; "
+                                "arguments are arrays of scalar elements")
+        dims = [str(s) for s in buf.shape]
+        shape_text = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
+        what = f"{self.name}: argument {k} ({p.name}: {buf.dtype} buffer {buf.name} of shape {shape_text})"
+        npd, ndim = buf.dtype.numpy(), len(buf.shape)
+        align = buf.data_alignment if self.assumed_alignment is None else \
+            max(1, min(buf.data_alignment, self.assumed_alignment))
+        shape = [self._entry(e, bindable, buf) for e in buf.shape]
+        strides = [self._entry(e, bindable, buf) for e in buf.strides]
+        offset = self._entry(buf.elem_offset, bindable, buf)
+        from_base = not (offset[0] == "const" and offset[1] == 0)
+        factor = buf.offset_factor
+        match = self._match
+        const_shape = tuple(e[1] for e in shape) if all(e[0] == "const" for e in shape) else None
+        shape_at = [f"{what}: shape[{d}]" for d in range(ndim)]
+        stride_at = [f"{what}: strides[{d}]" for d in range(ndim)]
+        offset_at = f"{what}: elem_offset"
+
+        def step(arg: Any, call: BoundCall, pending: list) -> None:
+            if type(arg) is NDArray and arg._device.device_type == _CPU:
+                arr, ptr = arg._data, arg._ptr
+            else:
+                arr, ptr = _host_array(arg, what), 0
+            if arr.dtype != npd:
+                raise ArgumentTypeError(f"{what} needs dtype {buf.dtype}, got an array of {arr.dtype}")
+            got = arr.shape
+            if len(got) != ndim:
+                raise ArgumentValueError(f"{what} needs {ndim} dimensions, got an array of shape {got}")
+            if const_shape is None:
+                for d in range(ndim):
+                    match(shape[d], got[d], call, pending, shape_at[d], arr, "shape")
+            elif got != const_shape:
+                d = next(d for d in range(ndim) if got[d] != const_shape[d])
+                match(shape[d], got[d], call, pending, shape_at[d], arr, "shape")
+            if not strides:
+                if not arr.flags.c_contiguous:
+                    _check_strides(arr, what)
+                    raise ArgumentValueError(f"{what} is compact (declared without strides) but the array has "
+                                             f"strides {_elems(arr)} (elements); pass numpy.ascontiguousarray(...)")
+            else:
+                _check_strides(arr, what)
+                elems = _elems(arr)
+                for d in range(ndim):
+                    entry = strides[d]
+                    if got[d] > 1:
+                        match(entry, elems[d], call, pending, stride_at[d], arr, "strides")
+                    elif entry[0] == "var" and id(entry[1]) not in call._seen:
+                        # An extent-1 axis never multiplies its stride by a non-zero index,
+                        # so numpy's arbitrary value there binds but never conflicts.
+                        entry[2](elems[d], call, stride_at[d])
+            if from_base:
+                ptr, off = _data_of(arr, what)
+                match(offset, off, call, pending, offset_at, arr, "offset")
+                if off % factor:
+                    raise ArgumentValueError(f"{what}: elem_offset {off} is not a multiple of offset_factor "
+                                             f"{factor}; pass a view that starts at a multiple of it, or a copy")
+            else:
+                off = 0
+                if not ptr:
+                    ptr = arr.ctypes.data
+            if ptr % align and arr.size:
+                arr, ptr = _aligned_clone(arr, off, align, call, what)
+            call.values[k] = arr
+            call.pointers[k] = ptr
+
+        return step
+
+    def _entry(self, e: E.PrimExpr, bindable: set[int], buf: Any) -> tuple[Any, ...]:
+        if isinstance(e, E.IntImm):
+            return ("const", e.value)
+        if isinstance(e, E.Var):
+            self.vars[id(e)] = e
+            return ("var", e, self._setter(e))
+        for v in collect(e, lambda x: isinstance(x, E.Var)):
+            if id(v) not in bindable:
+                raise LoomValueError(f"{self.name}: {e} in the layout of buffer {buf.name} uses {v.name}, which "
+                                     "no argument determines (not a parameter, nor a plain shape/stride/offset Var)")
+        return ("expr", int_evaluator(e, self.name), e)
+
+    def _setter(self, var: E.Var) -> Callable[[int, BoundCall, str], None]:
+        key, name, fname = id(var), var.name, self.name
+        is_size = isinstance(var, E.SizeVar)
+        lo, hi = int_range(var.dtype) if var.dtype.is_integer else (None, None)
+
+        def set_(value: Any, call: BoundCall, origin: str) -> None:
+            seen = call._seen
+            prev = seen.get(key)
+            if prev is not None:
+                if prev[0] != value:
+                    raise ArgumentValueError(f"{origin}: {name} is {value} here, but {prev[0]} from {prev[1]}")
+                return
+            if is_size and value < 0:
+                raise ArgumentValueError(f"{origin} is {value}, but {name} is a size (non-negative)")
+            if lo is not None and not lo <= value <= hi:
+                raise ArgumentValueError(f"{origin} is {value}, which does not fit {name}: {var.dtype}")
+            seen[key] = (value, origin)
+
+        return set_
+
+    def _match(self, entry: tuple[Any, ...], actual: int, call: BoundCall, pending: list,
+               origin: str, arr: np.ndarray, kind: str) -> None:
+        tag = entry[0]
+        if tag == "const":
+            if entry[1] != actual:
+                raise ArgumentValueError(f"{origin} must be {entry[1]}, got {_describe(arr, kind, actual)}")
+        elif tag == "var":
+            entry[2](actual, call, origin)
+        else:
+            pending.append((entry[1], entry[2], actual, origin, _describe(arr, kind, actual)))
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _elems(arr: np.ndarray) -> tuple[int, ...]:
+    item = arr.itemsize
+    return tuple(s // item for s in arr.strides)
+
+
+def _check_strides(arr: np.ndarray, what: str) -> None:
+    item = arr.itemsize
+    if any(s % item or s < 0 for s in arr.strides):
+        raise ArgumentValueError(f"{what}: array strides {arr.strides} (bytes) must be non-negative "
+                                 f"multiples of the element size {item}; pass a copy")
+
+
+def _describe(arr: np.ndarray, kind: str, actual: int) -> str:
+    if kind == "shape":
+        return f"shape {arr.shape}"
+    if kind == "strides":
+        return f"strides {_elems(arr)}"
+    return "a plain array (offset 0)" if actual == 0 else f"a view {actual} elements into its base array"
+
+
+def _kind_of(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return f"an array of {x.dtype} with shape {x.shape}"
+    return f"{type(x).__name__} {x!r}"[:120]
+
+
+def _host_array(arg: Any, what: str) -> np.ndarray:
+    """The numpy view of a CPU array argument (no copy)."""
+    if type(arg) is np.ndarray:
+        return arg
+    if isinstance(arg, NDArray):
+        if arg.device.device_type != _CPU:
+            raise ArgumentValueError(f"{what} must be on cpu(0), got an array on {arg.device}")
+        return arg._data
+    if isinstance(arg, np.ndarray):
+        return np.asarray(arg)
+    dev = getattr(arg, "__dlpack_device__", None)
+    if dev is not None and hasattr(arg, "__dlpack__"):
+        dev_type, dev_id = dev()
+        if int(dev_type) != _CPU:
+            raise ArgumentValueError(f"{what} must be on the CPU, got a {type(arg).__name__} on device "
+                                     f"({int(dev_type)}, {int(dev_id)}); copy it to the host first")
+        try:
+            return np.from_dlpack(arg)
+        except (BufferError, TypeError, ValueError, RuntimeError) as err:
+            raise ArgumentTypeError(f"{what}: cannot read the {type(arg).__name__} through DLPack: {err}") from None
+    if hasattr(arg, "__array_interface__"):
+        return np.asarray(arg)
+    raise ArgumentTypeError(f"{what} takes an array (numpy, loom.nd or DLPack), got {_kind_of(arg)}")
+
+
+def _data_of(arr: np.ndarray, what: str) -> tuple[int, int]:
+    """The data pointer and element offset of ``arr`` for a buffer with an ``elem_offset``."""
+    ptr = arr.ctypes.data
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is arr or not root.flags.c_contiguous:
+        return ptr, 0
+    base = root.ctypes.data
+    delta = ptr - base
+    if delta % arr.itemsize:
+        raise ArgumentValueError(f"{what}: the array starts {delta} bytes into its base array, not a whole "
+                                 f"number of {arr.itemsize}-byte elements")
+    return base, delta // arr.itemsize
+
+
+def _aligned_clone(arr: np.ndarray, offset: int, align: int, call: BoundCall, what: str) -> tuple[np.ndarray, int]:
+    """A copy of ``arr`` at an ``align``-aligned data pointer, same strides and element offset."""
+    item = arr.itemsize
+    span = 0 if arr.size == 0 else 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
+    flat = aligned_empty((offset + span,), arr.dtype, align)
+    clone = np.ndarray(arr.shape, arr.dtype, buffer=flat, offset=offset * item, strides=arr.strides)
+    clone[...] = arr
+    call._copies.append((arr, clone, np.array(clone, copy=True), what))
+    return clone, flat.ctypes.data

@@ -1,0 +1,334 @@
+"""Runtime Modules: what ``loom.build`` returns, and the export file format.
+
+A :class:`Module` holds built functions.  Calling it calls its entry function;
+``m["name"]`` returns a :class:`PackedFunc`.  Every call goes through the shared
+:class:`~loom.runtime.arguments.ArgumentChecker` first, so a bad call raises a
+clear error and never reaches the generated code.
+
+Export format (``export_library``): one header line, a JSON object
+``{"loom_module": 1, "format": <fmt>, "entry": <name>, ...}``, then the
+backend's payload bytes.  :func:`load_module` reads the header and asks the
+plugins (hook ``loom_load_module(path, fmt)``) to rebuild the Module; a plugin
+reads the file back with :func:`read_export`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import attrs
+
+from ..errors import LoomTypeError, LoomValueError, PluginError, SerializationError
+from ..ir.function import PrimFunc
+from ..target.devices import Device, cpu
+from .arguments import ArgumentChecker, BoundCall
+
+__all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION"]
+
+#: Version of the export header written by :meth:`Module.export_library`.
+EXPORT_VERSION = 1
+_MAX_HEADER = 1 << 16
+
+Runner = Callable[[BoundCall], Any]
+
+
+class PackedFunc:
+    """One callable function of a Module: checks its arguments, then runs.
+
+    ``f(*args)`` takes arrays for buffer parameters and scalars for scalar
+    parameters; results are written into the arrays, and the call returns None.
+    """
+
+    __slots__ = ("name", "module", "_bind", "_run")
+
+    def __init__(self, name: str, module: Module, checker: ArgumentChecker, run: Runner) -> None:
+        self.name = name
+        self.module = module
+        self._bind = checker.bind
+        self._run = run
+
+    def __call__(self, *args: Any) -> Any:
+        call = self._bind(args)
+        try:
+            return self._run(call)
+        finally:
+            call.finish()
+
+    def __repr__(self) -> str:
+        return f"<loom.runtime.PackedFunc {self.name} of {self.module.type_key} module>"
+
+
+@attrs.frozen
+class ProfileResult:
+    """Timings from :meth:`Module.time_evaluator`: ``results`` holds the mean seconds of each repeat."""
+
+    results: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results) if len(self.results) > 1 else 0.0
+
+    def __str__(self) -> str:
+        ms = [x * 1e3 for x in (self.mean, self.median, self.max, self.min, self.std)]
+        return "mean {:.4f} ms, median {:.4f} ms, max {:.4f} ms, min {:.4f} ms, std {:.4f} ms".format(*ms)
+
+
+def _default_entry(functions: Mapping[str, PrimFunc]) -> str:
+    if "main" in functions:
+        return "main"
+    hosts = [n for n, f in functions.items() if f.attrs.get("calling_conv") != "device_kernel"]
+    return (hosts or list(functions))[0]
+
+
+class Module:
+    """A built module: named functions callable from Python.
+
+    >>> import numpy as np, loom
+    >>> from loom.ir import BufferStore, For, IRModule, PrimFunc
+    >>> A = loom.decl_buffer((4,), "float32", name="A")
+    >>> i = loom.var("i")
+    >>> f = PrimFunc([A.data], For(i, 0, 4, "serial", BufferStore(A, A[i] * 2.0, [i])),
+    ...              buffer_map={A.data: A}, attrs={"global_symbol": "double"})
+    >>> m = loom.runtime.InterpModule(IRModule({"double": f}))
+    >>> a = np.ones(4, "float32"); m(a); a
+    array([2., 2., 2., 2.], dtype=float32)
+    >>> m.entry_name, m["double"]
+    ('double', <loom.runtime.PackedFunc double of interp module>)
+
+    Subclassing (backends): pass the *signatures* (the PrimFuncs after MakeAPI)
+    of the functions callable from Python to ``__init__``, and implement
+
+    * ``_make_runner(name, func) -> Callable[[BoundCall], Any]``: called once per
+      function on first use; the runner gets arguments already checked, aligned
+      and bound (``call.values``, ``call.pointers``, ``call.binding``);
+    * ``get_source(fmt="")``: the generated code (``fmt`` picks a stage);
+    * ``_export_payload() -> bytes`` (and optionally ``_export_header() -> dict``),
+      with a ``loom_load_module`` hookimpl for ``format`` that rebuilds the
+      module from :func:`read_export`;
+    * ``_synchronize()`` when calls return before the device finishes.
+
+    The class attribute ``format`` names the export format and ``type_key``;
+    ``assumed_alignment`` caps the alignment arguments are copied to.
+    """
+
+    format: ClassVar[str] = ""
+    #: The largest pointer alignment the generated code relies on (None: each buffer's
+    #: ``data_alignment``); see :class:`~loom.runtime.arguments.ArgumentChecker`.
+    assumed_alignment: ClassVar[int | None] = None
+
+    def __init__(self, functions: Mapping[str, PrimFunc], entry_name: str | None = None,
+                 imported_modules: Sequence[Module] = (), device: Device | None = None) -> None:
+        self._signatures = dict(functions)
+        if entry_name is not None and entry_name not in self._signatures:
+            raise LoomValueError(f"entry {entry_name!r} is not a function of the module "
+                                 f"(it has {sorted(self._signatures)})")
+        # A module may hold no function itself: a host module that only imports device modules.
+        self._entry = entry_name or (_default_entry(self._signatures) if self._signatures else "")
+        self.imported_modules: list[Module] = list(imported_modules)
+        self.device = device or cpu(0)
+        self._packed: dict[str, PackedFunc] = {}
+
+    # -- backend interface -------------------------------------------------------
+    def _make_runner(self, name: str, func: PrimFunc) -> Runner:
+        raise NotImplementedError(f"{type(self).__name__} must implement _make_runner")
+
+    def _export_payload(self) -> bytes:
+        raise LoomTypeError(f"a {self.type_key} module cannot be exported")
+
+    def _export_header(self) -> dict[str, Any]:
+        return {}
+
+    def _synchronize(self) -> None:
+        """Wait for work this module started on its device (CPU modules: nothing to wait for)."""
+
+    def get_source(self, fmt: str = "") -> str:
+        """The module's code as text; ``fmt`` selects a form when there are several."""
+        raise LoomTypeError(f"a {self.type_key} module has no source")
+
+    # -- functions -----------------------------------------------------------------
+    @property
+    def type_key(self) -> str:
+        return self.format or type(self).__name__
+
+    @property
+    def entry_name(self) -> str:
+        """The function ``module(*args)`` calls (an empty module's: its first import's)."""
+        if not self._entry and self.imported_modules:
+            return self.imported_modules[0].entry_name
+        return self._entry
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self._signatures)
+
+    def import_module(self, module: Module) -> None:
+        """Add ``module`` to :attr:`imported_modules` (a host module importing its device modules)."""
+        if not isinstance(module, Module):
+            raise LoomTypeError(f"import_module takes a runtime Module, got {type(module).__name__}")
+        self.imported_modules.append(module)
+
+    def function_names_deep(self) -> list[str]:
+        """The names of this module's functions and of every module it imports."""
+        return [*self._signatures, *(n for sub in self.imported_modules for n in sub.function_names_deep())]
+
+    def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
+        """The function ``name``, also searched in imported modules when ``query_imports``."""
+        found = self._packed.get(name)
+        if found is not None:
+            return found
+        func = self._signatures.get(name)
+        if func is None:
+            if query_imports:
+                for sub in self.imported_modules:
+                    if name in sub.function_names_deep():
+                        return sub.get_function(name, True)
+            names = self.function_names_deep() if query_imports else list(self._signatures)
+            raise LoomValueError(f"{self.type_key} module has no function {name!r}; it has {sorted(names)}")
+        found = PackedFunc(name, self, ArgumentChecker(func, name, assumed_alignment=self.assumed_alignment),
+                           self._make_runner(name, func))
+        self._packed[name] = found
+        return found
+
+    def __getitem__(self, name: str) -> PackedFunc:
+        """``module[name]``: the function ``name`` of this module or of a module it imports."""
+        return self.get_function(name, query_imports=True)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._signatures
+
+    def __call__(self, *args: Any) -> Any:
+        entry = self.entry_name
+        if not entry:
+            raise LoomValueError(f"this {self.type_key} module holds no function and imports none")
+        return self.get_function(entry, query_imports=True)(*args)
+
+    def __repr__(self) -> str:
+        return f"<loom.runtime.Module {self.type_key}: {', '.join(self._signatures)}>"
+
+    # -- timing --------------------------------------------------------------------
+    def time_evaluator(self, func_name: str, dev: Any, number: int = 10, repeat: int = 3,
+                       min_repeat_ms: float = 0) -> Callable[..., ProfileResult]:
+        """A function that times ``func_name`` on given arguments.
+
+        Each of ``repeat`` measurements runs the function ``number`` times (more
+        when a repeat takes under ``min_repeat_ms``) and records the mean seconds
+        per call, arguments checks included, after one warm-up call.
+        """
+        if number < 1 or repeat < 1:
+            raise LoomValueError(f"time_evaluator needs number >= 1 and repeat >= 1, got {number}, {repeat}")
+        dev = dev if isinstance(dev, Device) else Device(dev)
+        if dev.device_type != self.device.device_type:
+            raise LoomValueError(f"time_evaluator: the {self.type_key} module runs on {self.device}, not {dev}")
+        func = self.get_function(func_name)
+        sync = self._synchronize
+
+        def evaluate(*args: Any) -> ProfileResult:
+            func(*args)
+            sync()
+            results: list[float] = []
+            n = number
+            for _ in range(repeat):
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        func(*args)
+                    sync()
+                    spent = time.perf_counter() - start
+                    if spent * 1e3 >= min_repeat_ms or n >= 1 << 30:
+                        break
+                    n = max(n * 2, math.ceil(n * min_repeat_ms / max(spent * 1e3, 1e-3)))
+                results.append(spent / n)
+            return ProfileResult(tuple(results))
+
+        return evaluate
+
+    # -- export --------------------------------------------------------------------
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write the module to ``path``; :func:`load_module` reads it back in any process."""
+        header = {"loom_module": EXPORT_VERSION, "format": self.format, "entry": self._entry,
+                  **self._export_header()}
+        if not self.format:
+            raise LoomTypeError(f"{type(self).__name__} declares no export format")
+        payload = self._export_payload()
+        path = os.fspath(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".loom-export-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(json.dumps(header, sort_keys=True).encode() + b"\n")
+                fh.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def read_export(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
+    """The header and payload of a file written by :meth:`Module.export_library`."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            line = fh.readline(_MAX_HEADER)
+            payload = fh.read()
+    except OSError as err:
+        raise LoomValueError(f"cannot read module file {path!r}: {err}") from None
+    try:
+        header = json.loads(line.decode("utf-8")) if line.endswith(b"\n") else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = None
+    if not isinstance(header, dict) or not isinstance(header.get("format"), str) \
+            or not isinstance(header.get("entry"), str):
+        raise SerializationError(f"{path!r} is not a Loom module file (it must start with a JSON header line "
+                                 '{"loom_module": 1, "format": ..., "entry": ...})')
+    if header.get("loom_module") != EXPORT_VERSION:
+        raise SerializationError(f"{path!r} is a Loom module file of version {header.get('loom_module')!r}; "
+                                 f"this Loom reads version {EXPORT_VERSION}")
+    return header, payload
+
+
+def load_module(path: str | os.PathLike[str]) -> Module:
+    """Load a module written by :meth:`Module.export_library` through the plugin for its format.
+
+    >>> import loom, numpy as np, os, tempfile
+    >>> from loom.ir import BufferStore, IRModule, PrimFunc
+    >>> A = loom.decl_buffer((1,), "int32", name="A")
+    >>> f = PrimFunc([A.data], BufferStore(A, A[0] + 1, [0]), buffer_map={A.data: A})
+    >>> path = os.path.join(tempfile.mkdtemp(), "inc.loom")
+    >>> loom.runtime.InterpModule(IRModule({"inc": f})).export_library(path)
+    >>> a = np.zeros(1, "int32"); loom.runtime.load_module(path)(a); a
+    array([1], dtype=int32)
+    """
+    from loom.plugins import get_plugin_manager  # lazy: the plugin manager imports loom
+
+    header, _ = read_export(path)
+    fmt = header["format"]
+    mod = get_plugin_manager().hook.loom_load_module(path=os.fspath(path), fmt=fmt)
+    if mod is None:
+        raise PluginError(f"no installed plugin loads modules of format {fmt!r} ({os.fspath(path)!r}); "
+                          "install the backend that exported it (see `loom plugins`)")
+    if not isinstance(mod, Module):
+        raise PluginError(f"the plugin loading format {fmt!r} returned a {type(mod).__name__}, not a Module")
+    return mod

@@ -1,0 +1,90 @@
+"""``MakeAPI``: turn a lowered PrimFunc into a callable entry point.
+
+Arguments are checked and symbolic sizes bound at call time by the shared
+runtime checker, so this pass only makes the function's contract explicit:
+
+- every free variable of the body must come from the signature: a parameter,
+  or a var of a parameter buffer's shape, strides or ``elem_offset``; anything
+  else is an error naming the variable (a size the caller cannot supply);
+- a buffer whose ``elem_offset`` is a variable and whose ``offset_factor`` is
+  above 1 gets an ``AssertStmt`` that the offset is a multiple of the factor;
+- ``attrs["tir.noalias"]`` records ``tir.restricted_func`` (buffer arguments
+  never overlap); ``attrs["loom.api"] = True`` marks the function as made;
+  ``global_symbol`` defaults to the function's name in the module.
+
+Device kernels (``calling_conv == "device_kernel"``) and functions already made
+are left alone.
+
+>>> import loom
+>>> from loom.ir import BufferStore, PrimFunc
+>>> A = loom.decl_buffer((4,), "float32", name="A", offset_factor=4)
+>>> f = MakeAPI()(PrimFunc([A.data], BufferStore(A, loom.const(1.0), [0]), buffer_map={A.data: A}))
+>>> f.attrs["loom.api"], f.attrs["tir.noalias"], type(f.body).__name__
+(True, True, 'AssertStmt')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import LoomError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.expr_ops import const, floormod
+from ..ir.function import IRModule, PrimFunc
+from ._util2 import free_vars
+from .pass_base import Pass, PassContext, prim_func_pass
+
+__all__ = ["MakeAPI", "make_api"]
+
+
+def _signature_vars(func: PrimFunc) -> set[int]:
+    out = {id(p) for p in func.params}
+    for buf in func.buffer_map.values():
+        for e in (buf.data, *buf.shape, *buf.strides, buf.elem_offset):
+            if isinstance(e, E.Var):
+                out.add(id(e))
+            else:
+                out.update(id(v) for v in free_vars(e))
+    return out
+
+
+def _offset_checks(func: PrimFunc, body: S.Stmt) -> S.Stmt:
+    for p in reversed(func.params):
+        buf = func.buffer_map.get(p)
+        if buf is None or not isinstance(buf.elem_offset, E.Var) or buf.offset_factor <= 1:
+            continue
+        off = buf.elem_offset
+        cond = floormod(off, const(buf.offset_factor, off.dtype)) == const(0, off.dtype)
+        msg = f"buffer {buf.name}: elem_offset must be a multiple of offset_factor {buf.offset_factor}"
+        body = S.AssertStmt(cond, E.StringImm(msg), body)
+    return body
+
+
+def make_api(func: PrimFunc, name: str = "main", restricted: bool = True) -> PrimFunc:
+    """Check ``func``'s free variables and add its API attributes and offset checks.
+
+    Raises :class:`~loom.errors.LoomError` naming a variable the body uses but
+    the signature does not provide.
+    """
+    allowed = _signature_vars(func)
+    missing = [v for v in free_vars(func.body) if id(v) not in allowed]
+    if missing:
+        names = ", ".join(f"{v.name} ({v.dtype})" for v in missing)
+        raise LoomError(f"function {name}: the body uses {names}, which is neither a parameter nor a "
+                        "shape/stride/offset variable of a parameter buffer; add it to the arguments")
+    attrs = {**func.attrs, "loom.api": True, "tir.noalias": bool(restricted)}
+    attrs.setdefault("global_symbol", name)
+    return func.with_(body=_offset_checks(func, func.body), attrs=attrs)
+
+
+def MakeAPI() -> Pass:  # noqa: N802 - classic factory name
+    """The pass: :func:`make_api` on every host PrimFunc, reading ``tir.restricted_func``."""
+
+    def run(func: PrimFunc, mod: IRModule, ctx: PassContext) -> Any:
+        if func.attrs.get("loom.api") or func.attrs.get("calling_conv") == "device_kernel":
+            return func
+        name = next((k for k, f in mod.functions.items() if f is func), "main")
+        return make_api(func, name, ctx.get_config("tir.restricted_func"))
+
+    return prim_func_pass(run, name="MakeAPI")

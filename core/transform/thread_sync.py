@@ -1,0 +1,302 @@
+"""``ThreadSync``: insert memory barriers between threads that communicate through memory.
+
+In device code (the body of a device kernel, or of an outermost
+``thread_extent`` region) a barrier
+``Evaluate(Call(int32, tir.tvm_storage_sync, ["shared"]))`` is placed before a
+statement that reads a buffer of the scope that an earlier statement wrote
+since the last barrier (read after write), or writes one that was read (write
+after read).  The planner is classic TVM's, conservative: two accesses of one
+buffer conflict unless both have the very same index expressions (the same
+thread touching the same element); around a loop, the end of an iteration
+conflicts with the start of the next whatever the indices.
+
+Sequences are planned innermost first; a statement with barriers inside
+exposes only its accesses before its first barrier and after its last.  A
+barrier is never put under a condition that depends on a thread index (not
+every thread would reach it): that is an error.
+
+``ThreadSync("global")`` does the same for global memory between thread blocks
+when ``tir.detect_global_barrier`` is on, inserting ``"global"`` barriers.
+
+>>> import loom
+>>> from loom.ir import Allocate, AttrStmt, BufferStore, IterVar, PrimFunc, seq
+>>> A = loom.decl_buffer((4,), "float32", name="A")
+>>> S_ = loom.decl_buffer((4,), "float32", name="S", scope="shared")
+>>> tx = IterVar(None, loom.var("tx"), "thread_index", "threadIdx.x")
+>>> body = AttrStmt(tx, "thread_extent", 4, Allocate(S_.data, "float32", [4], True, seq(
+...     BufferStore(S_, A[tx.var], [tx.var]), BufferStore(A, S_[3 - tx.var], [tx.var])), "shared"))
+>>> print(ThreadSync("shared")(PrimFunc([A.data], body, buffer_map={A.data: A})).body)
+with attr(iter_var(tx, None, 'thread_index', 'threadIdx.x'), 'thread_extent', 4):
+    S = allocate([4], 'float32', 'shared')
+    S[tx] = A[tx]
+    tvm_storage_sync('shared', dtype='int32')
+    A[tx] = S[3 - tx]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from ..errors import LoomError, LoomValueError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Visitor
+from ..ir.op import Op, list_ops, register_op
+from ..ir.structural import structural_equal
+from ._util import is_op_call, uses_vars
+from ._util2 import is_thread_attr
+from .pass_base import Pass, PassContext, prim_func_pass
+
+__all__ = ["ThreadSync", "thread_sync", "storage_sync"]
+
+if "tir.tvm_storage_sync" not in list_ops():
+    register_op("tir.tvm_storage_sync", -1, lambda *args: 0, pure=False,
+                doc="a memory barrier among the threads sharing a storage scope (a no-op when run serially)")
+
+
+def storage_sync(scope: str) -> S.Stmt:
+    """The barrier statement for ``scope``."""
+    return S.Evaluate(E.Call("int32", Op.get("tir.tvm_storage_sync"), [E.StringImm(scope)]))
+
+
+@attrs.frozen
+class _Access:
+    var: E.Var
+    indices: tuple[E.PrimExpr, ...] | None  # None: unknown (the pointer itself was used)
+    write: bool
+
+
+@attrs.frozen
+class _Summary:
+    """What a planned statement exposes: accesses before its first / after its last barrier."""
+
+    head: tuple[_Access, ...] = ()
+    tail: tuple[_Access, ...] = ()
+    synced: bool = False
+
+
+def _conflict(prev: list[_Access], acc: _Access, loop_carry: bool) -> bool:
+    for x in prev:
+        if x.var is not acc.var or not (x.write or acc.write):  # two reads never conflict
+            continue
+        if not loop_carry and x.indices is not None and acc.indices is not None \
+                and len(x.indices) == len(acc.indices) \
+                and all(structural_equal(a, b) for a, b in zip(x.indices, acc.indices)):
+            continue
+        return True
+    return False
+
+
+class _Accesses(Visitor):
+    """The accesses of one expression or leaf statement to buffers of the scope, reads first."""
+
+    def __init__(self, in_scope: Callable[[E.Var, str], bool]) -> None:
+        self.in_scope, self.out = in_scope, []
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+        for i in e.indices:
+            self.visit(i)
+        if self.in_scope(e.buffer.data, e.buffer.scope):
+            self.out.append(_Access(e.buffer.data, e.indices, False))
+
+    def visit_Buffer(self, b: Any) -> None:
+        pass
+
+    def visit_Var(self, v: E.Var) -> None:
+        if v.dtype.is_handle and self.in_scope(v, ""):  # the raw pointer: anything may happen
+            self.out += [_Access(v, None, False), _Access(v, None, True)]
+
+
+class _Planner:
+    def __init__(self, scope: str, scopes: dict[int, str]) -> None:
+        self.scope, self.scopes = scope, scopes
+        self.thread_vars: list[E.Var] = []
+        self.inserted = 0
+
+    def in_scope(self, var: E.Var, buf_scope: str) -> bool:
+        found = self.scopes.get(id(var)) or buf_scope or "global"
+        return found == self.scope
+
+    def _leaf(self, *nodes: Any) -> list[_Access]:
+        v = _Accesses(self.in_scope)
+        for n in nodes:
+            if n is not None:
+                v.visit(n)
+        return v.out
+
+    # -- statements -------------------------------------------------------------
+    def plan(self, s: S.Stmt, loop: bool = False) -> tuple[S.Stmt, _Summary]:
+        items = list(s.seq) if isinstance(s, S.SeqStmt) else [s]
+        planned = [self.stmt(x) for x in items]
+        stmts, sums = [p[0] for p in planned], [p[1] for p in planned]
+        before = self._linear(sums, loop)
+        out: list[S.Stmt] = []
+        for k, st in enumerate(stmts):
+            if before[k]:
+                out.append(storage_sync(self.scope))
+            out.append(st)
+        new = s if not any(before) and all(a is b for a, b in zip(stmts, items)) else S.seq(*out)
+        return new, _summarize(sums, before)
+
+    def _linear(self, sums: list[_Summary], loop: bool) -> list[bool]:
+        before = [False] * len(sums)
+        reads: list[_Access] = []
+        writes: list[_Access] = []
+        for k, sm in enumerate(sums):
+            if any(_conflict(writes if not a.write else reads, a, False) for a in sm.head):
+                before[k] = True
+                reads, writes = [], []
+            for a in (sm.tail if sm.synced else sm.head):
+                (writes if a.write else reads).append(a)
+            if sm.synced:
+                reads = [a for a in sm.tail if not a.write]
+                writes = [a for a in sm.tail if a.write]
+        if loop and (reads or writes):
+            for k, sm in enumerate(sums):  # the next iteration's start against this one's end
+                if before[k]:
+                    break
+                if any(_conflict(writes if not a.write else reads, a, True) for a in sm.head):
+                    before[k] = True
+                    break
+                if sm.synced:
+                    break
+        self.inserted += sum(before)
+        return before
+
+    def stmt(self, s: S.Stmt) -> tuple[S.Stmt, _Summary]:
+        if isinstance(s, S.SeqStmt):
+            return self.plan(s)
+        if isinstance(s, S.Evaluate) and is_op_call(s.value, "tir.tvm_storage_sync") \
+                and isinstance(s.value.args[0], E.StringImm) and s.value.args[0].value == self.scope:
+            return s, _Summary(synced=True)
+        if isinstance(s, (S.For, S.While)):
+            header = self._leaf(s.min, s.extent) if isinstance(s, S.For) else self._leaf(s.condition)
+            body, sm = self.plan(s.body, loop=True)
+            return s.with_(body=body), _prefix(header, sm, repeat=isinstance(s, S.While))
+        if isinstance(s, S.IfThenElse):
+            return self._if(s)
+        if isinstance(s, (S.LetStmt, S.AssertStmt, S.AttrStmt, S.Allocate)):
+            header = self._header(s)
+            bound = is_thread_attr(s, ("thread_extent",))
+            if bound:
+                self.thread_vars.append(s.node.var)
+            body, sm = self.plan(s.body)
+            if bound:
+                self.thread_vars.pop()
+            return s.with_(body=body), _prefix(header, sm)
+        if isinstance(s, S.BufferStore):
+            accesses = self._leaf(s.value, *s.indices)
+            if self.in_scope(s.buffer.data, s.buffer.scope):
+                accesses.append(_Access(s.buffer.data, s.indices, True))
+        else:
+            accesses = self._leaf(s)
+        return s, _Summary(tuple(accesses), tuple(accesses))
+
+    def _header(self, s: S.Stmt) -> list[_Access]:
+        if isinstance(s, S.LetStmt):
+            return self._leaf(s.value)
+        if isinstance(s, S.AssertStmt):
+            return self._leaf(s.condition)
+        if isinstance(s, S.Allocate):
+            return self._leaf(*s.extents, s.condition)
+        return self._leaf(s.value)
+
+    def _if(self, s: S.IfThenElse) -> tuple[S.Stmt, _Summary]:
+        count = self.inserted
+        then, st = self.plan(s.then_case)
+        other, so = self.plan(s.else_case) if s.else_case is not None else (None, _Summary())
+        if self.inserted != count and uses_vars(s.condition, self.thread_vars):
+            raise LoomError(f"ThreadSync: a {self.scope} barrier is needed inside `if {s.condition}`, which "
+                            "depends on a thread index, so not every thread would reach it")
+        cond = self._leaf(s.condition)
+        both_sync = st.synced and so.synced
+        if both_sync:
+            sm = _Summary(tuple(cond) + st.head + so.head, st.tail + so.tail, True)
+        else:
+            everything = tuple(cond) + _all(st) + _all(so)
+            sm = _Summary(everything, everything)
+        return s.with_(then_case=then, else_case=other), sm
+
+
+def _all(sm: _Summary) -> tuple[_Access, ...]:
+    return sm.head + sm.tail if sm.synced else sm.head
+
+
+def _prefix(header: list[_Access], sm: _Summary, repeat: bool = False) -> _Summary:
+    head = tuple(header) + sm.head
+    if not sm.synced:
+        return _Summary(head, head)
+    return _Summary(head, sm.tail + (tuple(header) if repeat else ()), True)
+
+
+def _summarize(sums: list[_Summary], before: list[bool]) -> _Summary:
+    head: list[_Access] = []
+    tail: list[_Access] = []
+    synced = False
+    for sm, sync in zip(sums, before):
+        if sync:
+            synced, tail = True, []
+        if not synced:
+            head += sm.head
+            if sm.synced:
+                synced, tail = True, list(sm.tail)
+        elif sm.synced:
+            tail = list(sm.tail)
+        else:
+            tail += sm.head
+    return _Summary(tuple(head), tuple(tail), synced) if synced else _Summary(tuple(head), tuple(head))
+
+
+class _Scopes(Visitor):
+    def __init__(self) -> None:
+        self.scopes: dict[int, str] = {}
+
+    def visit_Allocate(self, s: S.Allocate) -> None:
+        self.scopes[id(s.buffer_var)] = s.scope or "global"
+        self.generic_visit(s)
+
+
+def thread_sync(stmt: S.Stmt, scope: str = "shared", whole_kernel: bool = False) -> S.Stmt:
+    """Insert ``scope`` barriers in the device code of ``stmt`` (all of it when ``whole_kernel``)."""
+    found = _Scopes()
+    found.visit(stmt)
+    if whole_kernel:
+        return _Planner(scope, found.scopes).plan(stmt)[0]
+
+    def rewrite(s: S.Stmt) -> S.Stmt:
+        if is_thread_attr(s, ("thread_extent",)):
+            return _Planner(scope, found.scopes).plan(s)[0]
+        if isinstance(s, S.SeqStmt):
+            parts = [rewrite(x) for x in s.seq]
+            return s if all(a is b for a, b in zip(parts, s.seq)) else S.seq(*parts)
+        body = getattr(s, "body", None)
+        if isinstance(body, S.Stmt):
+            new = rewrite(body)
+            s = s if new is body else s.with_(body=new)
+        if isinstance(s, S.IfThenElse):
+            then = rewrite(s.then_case)
+            other = rewrite(s.else_case) if s.else_case is not None else None
+            s = s.with_(then_case=then, else_case=other)
+        return s
+
+    return rewrite(stmt)
+
+
+def ThreadSync(scope: str = "shared") -> Pass:  # noqa: N802 - classic factory name
+    """The pass for ``scope`` (``shared``, ``warp``, ``global``...).
+
+    ``global`` barriers are inserted only while ``tir.detect_global_barrier`` is on.
+    """
+    if not isinstance(scope, str) or not scope:
+        raise LoomValueError(f"ThreadSync needs a storage scope name such as 'shared', got {scope!r}")
+
+    def run(func: Any, mod: Any, ctx: PassContext) -> Any:
+        if scope == "global" and not ctx.get_config("tir.detect_global_barrier"):
+            return func
+        kernel = func.attrs.get("calling_conv") == "device_kernel"
+        body = thread_sync(func.body, scope, whole_kernel=kernel)
+        return func if body is func.body else func.with_body(body)
+
+    return prim_func_pass(run, name="ThreadSync")
