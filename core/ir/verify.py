@@ -41,7 +41,7 @@ from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
 from .function import GlobalVar, IRModule, PrimFunc
-from .node import Node, fields_of, traversal_fields
+from .node import Node, traversal_fields
 
 __all__ = ["verify_well_formed", "is_well_formed"]
 

@@ -14,7 +14,7 @@ from loom.ir import stmt as S
 from loom.ir.container import Array, Map
 from loom.ir.function import GlobalVar, IRModule, PrimFunc
 from loom.ir.op import Op
-from loom.ir.producer import ProducerLoad, ProducerRealize, ProducerStore
+from loom.ir.producer import ProducerRealize, ProducerStore
 from loom.ir.reduce import CommReducer, Reduce
 from loom.target import CompilationConfig, Target, VirtualDevice
 from loom.te.tensor import ComputeOp, ExternOp, PlaceholderOp

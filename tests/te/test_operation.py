@@ -1,7 +1,5 @@
 """placeholder / compute / thread_axis / extern: the structure of the operations they build."""
 
-import pathlib
-import doctest
 
 import numpy as np
 import pytest
@@ -343,18 +341,3 @@ def test_every_error_is_a_loom_error():
 
 # ---------------------------------------------------------------------------
 # the user guide
-
-
-def test_user_guide_examples_run(monkeypatch):
-    """docs/te.md's examples run as written (names the top level does not re-export yet come from loom.te)."""
-    guide = pathlib.Path(__file__).resolve().parents[2] / "docs" / "te.md"
-    names = {"placeholder": placeholder, "compute": compute, "extern": extern, "thread_axis": thread_axis,
-             "reduce_axis": reduce_axis, "comm_reducer": reduction.comm_reducer, "sum": reduction.sum,
-             "max": reduction.max, "min": reduction.min}
-    for k, v in names.items():
-        if not hasattr(loom, k):
-            monkeypatch.setattr(loom, k, v, raising=False)
-    test = doctest.DocTestParser().get_doctest(guide.read_text(), {"np": np}, "te.md", str(guide), 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    runner.run(test)
-    assert len(test.examples) > 10 and runner.failures == 0

@@ -1,6 +1,5 @@
 """Bound inference: ranges of split/fused loops and of producer regions under compute_at."""
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
