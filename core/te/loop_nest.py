@@ -95,15 +95,20 @@ def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict
     needs: dict[E.IterVar, bool] = {iv: False for iv in stage.leaf_iter_vars}
     pass_up_bound_check(stage, dom_map, needs, an)
     preds: list[E.PrimExpr] = []
+    # Every axis a split leaves uneven needs a check, intermediate ones included:
+    # splitting the inner part of an uneven split again must not run past it.
+    for iv in stage.all_iter_vars:
+        if iv in skip or iv.iter_type == "opaque" or iv not in values or not needs.get(iv, False):
+            continue
+        dom = dom_map[iv]
+        value = an.simplify(values[iv] - dom.min)
+        vmax = eval_set(value, sets, an).max
+        if vmax is None or not an.can_prove(vmax < dom.extent):
+            preds.append(value < dom.extent)
     for iv in root_iter_vars(stage.op):
         if iv in skip or iv.iter_type == "opaque" or iv not in values:
             continue
         dom = dom_map[iv]
-        if needs.get(iv, False):
-            value = an.simplify(values[iv] - dom.min)
-            vmax = eval_set(value, sets, an).max
-            if vmax is None or not an.can_prove(vmax < dom.extent):
-                preds.append(value < dom.extent)
         same = an.can_prove_equal(iv.dom.min, dom.min) and an.can_prove_equal(iv.dom.extent, dom.extent)
         if not skip_domain and not same:
             value = an.simplify(values[iv] - iv.dom.min)
