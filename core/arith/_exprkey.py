@@ -7,16 +7,18 @@ the simplifier: two different ``Var`` objects named ``x`` are different.
 ``order_key`` sorts terms in canonical sums.  It uses names rather than
 identities so the order does not depend on where objects live in memory;
 ties (two variables with one name) keep their order of appearance.
+
+``map_operands`` rebuilds a node the simplifiers have no dedicated rule for.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..ir import expr as E
 from ..ir.node import Node, fields_of, traversal_fields
 
-__all__ = ["expr_equal", "struct_key", "order_key", "uses_var"]
+__all__ = ["expr_equal", "struct_key", "order_key", "uses_var", "map_operands"]
 
 
 def expr_equal(a: Any, b: Any) -> bool:
@@ -92,3 +94,26 @@ def uses_var(node: Any, var: E.Var) -> bool:
         items = node if isinstance(node, tuple) else (getattr(node, f.name) for f in traversal_fields(type(node)))
         return any(uses_var(v, var) for v in items if isinstance(v, (Node, tuple)))
     return False
+
+
+def map_operands(e: E.PrimExpr, fn: Callable[[E.PrimExpr], E.PrimExpr]) -> E.PrimExpr:
+    """``e`` with ``fn`` applied to each expression operand; ``e`` itself when none changed.
+
+    Binding fields (a ``Let``'s variable) are left alone, and so are fields
+    that are not expressions (a Call's op, a Ramp's lanes).
+    """
+    changes: dict[str, Any] = {}
+    for f in fields_of(type(e)):
+        if f.metadata.get("binds"):
+            continue
+        v = getattr(e, f.name)
+        if isinstance(v, E.PrimExpr):
+            nv: Any = fn(v)
+        elif isinstance(v, tuple) and v and all(isinstance(x, E.PrimExpr) for x in v):
+            new = tuple(fn(x) for x in v)
+            nv = v if all(p is q for p, q in zip(new, v)) else new
+        else:
+            continue
+        if nv is not v:
+            changes[f.name] = nv
+    return e.with_(**changes) if changes else e

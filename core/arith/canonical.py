@@ -26,8 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
-from ..ir.node import fields_of
-from ._exprkey import order_key, struct_key
+from ._exprkey import map_operands, order_key, struct_key
 from ._intmath import Interval, divides_wrap, fits, is_int_type, signed_wrap, wrap
 
 if TYPE_CHECKING:
@@ -252,18 +251,4 @@ class CanonicalSimplifier:
             with self.an._let_scope(e.var, value):
                 body = self.visit(e.body)
             return e.with_(value=value, body=body)
-        changes: dict[str, Any] = {}
-        for f in fields_of(type(e)):
-            if f.metadata.get("binds"):
-                continue
-            v = getattr(e, f.name)
-            if isinstance(v, E.PrimExpr):
-                nv: Any = self.visit(v)
-            elif isinstance(v, tuple) and v and all(isinstance(x, E.PrimExpr) for x in v):
-                new = tuple(self.visit(x) for x in v)
-                nv = v if all(p is q for p, q in zip(new, v)) else new
-            else:
-                continue
-            if nv is not v:
-                changes[f.name] = nv
-        return e.with_(**changes) if changes else e
+        return map_operands(e, self.visit)

@@ -20,8 +20,7 @@ import numpy as np
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from ..ir.node import fields_of
-from ._exprkey import uses_var
+from ._exprkey import map_operands, uses_var
 from ._intmath import fold_int, is_int_type
 from .rules_arith import INT_RULES, VECTOR_RULES
 from .rules_logic import CMP_RULES, LOGIC_RULES
@@ -45,6 +44,11 @@ _FLOAT_FOLD: dict[type, Callable[[Any, Any], Any]] = {
 
 def fold_constants(e: E.PrimExpr) -> Optional[E.PrimExpr]:
     """The constant value of ``e`` when all its operands are constants, else None."""
+    if isinstance(e, E.Call):
+        # ``likely`` is only a hint: once its condition is known the hint says nothing.
+        if getattr(e.op, "name", None) == "tir.likely" and isinstance(e.args[0], E.IntImm):
+            return e.args[0]
+        return None
     if isinstance(e, (E.And, E.Or)):
         if isinstance(e.a, E.IntImm) or isinstance(e.b, E.IntImm):
             return ops.logical_and(e.a, e.b) if isinstance(e, E.And) else ops.logical_or(e.a, e.b)
@@ -213,21 +217,7 @@ class RewriteSimplifier:
         return e
 
     def _generic(self, e: E.PrimExpr) -> E.PrimExpr:
-        changes: dict[str, Any] = {}
-        for f in fields_of(type(e)):
-            if f.metadata.get("binds"):
-                continue
-            v = getattr(e, f.name)
-            if isinstance(v, E.PrimExpr):
-                nv: Any = self.visit(v)
-            elif isinstance(v, tuple) and v and all(isinstance(x, E.PrimExpr) for x in v):
-                new = tuple(self.visit(x) for x in v)
-                nv = v if all(p is q for p, q in zip(new, v)) else new
-            else:
-                continue
-            if nv is not v:
-                changes[f.name] = nv
-        return self._post(e.with_(**changes) if changes else e)
+        return self._post(map_operands(e, self.visit))
 
 
 _VISIT: dict[type, Callable[[RewriteSimplifier, Any], E.PrimExpr]] = {

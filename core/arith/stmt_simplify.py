@@ -24,7 +24,7 @@ from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
-from ..ir.functor import Mutator
+from ..ir.functor import Mutator, substitute
 from .analyzer import Analyzer
 
 __all__ = ["simplify", "StmtSimplifier"]
@@ -35,8 +35,10 @@ _THREAD_ATTRS = ("thread_extent", "virtual_thread")
 class StmtSimplifier(Mutator):
     """A mutator that simplifies expressions under the facts of their context."""
 
-    def __init__(self, analyzer: Optional[Analyzer] = None) -> None:
+    def __init__(self, analyzer: Optional[Analyzer] = None, inline_unit_loops: bool = False) -> None:
         self.an = analyzer if analyzer is not None else Analyzer()
+        # Replace a serial/unrolled loop of one iteration by its body (the Simplify pass).
+        self.inline_unit_loops = inline_unit_loops
 
     def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
         return self.an.simplify(e)
@@ -46,6 +48,8 @@ class StmtSimplifier(Mutator):
 
     def visit_For(self, s: S.For) -> S.Stmt:
         mn, ext = self.an.simplify(s.min), self.an.simplify(s.extent)
+        if self.inline_unit_loops and _is_unit_loop(s, ext):
+            return self.visit(substitute(s.body, {s.loop_var: mn}))
         with self.an._range_scope(s.loop_var, mn, ext):
             body = self.visit(s.body)
         return s.with_(min=mn, extent=ext, body=body)
@@ -90,6 +94,13 @@ class StmtSimplifier(Mutator):
         if all(a is b for a, b in zip(stmts, s.seq)):
             return s
         return S.seq(*stmts)
+
+
+def _is_unit_loop(s: S.For, ext: E.PrimExpr) -> bool:
+    # Parallel, vectorized and thread-bound loops say how the body runs, and
+    # annotations (pragmas, pipelining) name the loop: those loops stay.
+    return (isinstance(ext, E.IntImm) and ext.value == 1 and not s.annotations
+            and s.kind in (S.ForKind.SERIAL, S.ForKind.UNROLLED))
 
 
 def simplify(node: Any, analyzer: Optional[Analyzer] = None) -> Any:

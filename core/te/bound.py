@@ -31,8 +31,8 @@ from ..arith import Analyzer
 from ..errors import LoomError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
+from ..ir.functor import Visitor
 from ..ir.producer import ProducerLoad
-from ._te_functor import TeVisitor
 from .graph import attach_paths, bind_map, consumer_graph, inline_bodies, read_graph
 from .int_set import IntervalSet, cover_range, eval_set, union
 from .relations import Fuse, Rebase, Split, pass_down_domain
@@ -129,7 +129,7 @@ def _pass_up_domain(stage: Any, ranges: dict[E.IterVar, E.Range], state: dict[E.
             state[rel.parent] = eval_set(expr, {rel.rebased.var: state[rel.rebased]}, an)
 
 
-class _ReadRegions(TeVisitor):
+class _ReadRegions(Visitor):
     """Collect, per tensor dimension, the set of indices a body reads."""
 
     def __init__(self, targets: dict[Any, list[list[IntervalSet]]], dom_map: dict[E.Var, IntervalSet],
@@ -137,7 +137,7 @@ class _ReadRegions(TeVisitor):
         self.targets, self.dom_map, self.an = targets, dom_map, an
 
     def visit_ProducerLoad(self, node: ProducerLoad) -> None:
-        super().visit_ProducerLoad(node)
+        self.generic_visit(node)
         dims = self.targets.get(node.producer)
         if dims is None:
             return

@@ -12,8 +12,9 @@ from typing import Any
 
 from ..errors import LoomError, LoomValueError
 from ..ir import expr as E
+from ..ir.functor import Mutator, substitute
 from ..ir.producer import ProducerLoad
-from ._te_functor import TeMutator, te_substitute, tensor_reads
+from ._te_functor import te_collect
 from .tensor import ComputeOp, ExternOp, Tensor
 
 __all__ = ["inline_bodies", "read_graph", "consumer_graph", "attach_paths", "bind_map", "stage_of"]
@@ -27,18 +28,18 @@ def stage_of(sch: Any, tensor: Tensor) -> Any:
     return stage
 
 
-class _Inliner(TeMutator):
+class _Inliner(Mutator):
     def __init__(self, sch: Any, bodies: dict[Any, tuple[E.PrimExpr, ...]]) -> None:
         self.sch, self.bodies = sch, bodies
 
     def visit_ProducerLoad(self, node: ProducerLoad) -> Any:
-        node = super().visit_ProducerLoad(node)
+        node = self.generic_visit(node)
         stage = self.sch.stage_map.get(node.producer.op)
         if stage is None or stage.attach_type != "inline":
             return node
         op = stage.op
         body = self.bodies[stage][node.producer.value_index]
-        return te_substitute(body, {iv.var: i for iv, i in zip(op.axis, node.indices)})
+        return substitute(body, {iv.var: i for iv, i in zip(op.axis, node.indices)})
 
 
 def inline_bodies(sch: Any) -> dict[Any, tuple[E.PrimExpr, ...]]:
@@ -66,8 +67,8 @@ def read_graph(sch: Any, bodies: dict[Any, tuple[E.PrimExpr, ...]]) -> dict[Any,
         if stage in bodies:
             found: dict[int, Tensor] = {}
             for b in bodies[stage]:
-                for t in tensor_reads(b):
-                    found.setdefault(id(t), t)
+                for load in te_collect(b, lambda n: isinstance(n, ProducerLoad)):
+                    found.setdefault(id(load.producer), load.producer)
             reads[stage] = list(found.values())
         else:
             reads[stage] = stage.op.input_tensors()

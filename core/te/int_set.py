@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from ._te_functor import uses_any_var
+from ..ir.functor import collect
 
 __all__ = ["IntervalSet", "eval_set", "union", "cover_range"]
 
@@ -175,7 +175,7 @@ class _Evaluator:
         self.dom_map, self.an = dict(dom_map), an
 
     def __call__(self, e: E.PrimExpr) -> IntervalSet:
-        if not uses_any_var(e, self.dom_map):
+        if not collect(e, lambda n: isinstance(n, E.Var) and n in self.dom_map):
             return IntervalSet.point(e)
         rule = getattr(self, f"_{type(e).__name__}", None)
         return rule(e) if rule is not None else IntervalSet.everything()

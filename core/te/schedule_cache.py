@@ -13,20 +13,20 @@ from typing import Any
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
+from ..ir.functor import Mutator, substitute
 from ..ir.reduce import Reduce
-from ._te_functor import TeMutator, te_substitute
 from .schedule import Schedule, Stage
 from .tensor import ComputeOp, ExternOp, Operation, Tensor
 
 __all__ = ["cache_read", "cache_write"]
 
 
-class _Rewire(TeMutator):
+class _Rewire(Mutator):
     def __init__(self, old: Tensor, new: Tensor) -> None:
         self.old, self.new, self.hits = old, new, 0
 
     def visit_ProducerLoad(self, node: Any) -> Any:
-        node = super().visit_ProducerLoad(node)
+        node = self.generic_visit(node)
         if node.producer is self.old:
             self.hits += 1
             return self.new[tuple(node.indices)]
@@ -132,7 +132,7 @@ def cache_write(sch: Schedule, tensor: Any, scope: str) -> Any:
         raise LoomValueError(f"cache_write of {op.name}: the stage is inlined")
     axis = tuple(E.IterVar(iv.dom, E.Var(f"{iv.var.name}.c", iv.var.dtype), iv.iter_type) for iv in op.axis)
     vsub = {old.var: new.var for old, new in zip(op.axis, axis)}
-    bodies = tuple(te_substitute(b, vsub) for b in op.body)
+    bodies = tuple(substitute(b, vsub) for b in op.body)
     if op.reduce_axis and not all(isinstance(b, Reduce) for b in bodies):
         raise LoomValueError(f"cache_write of {op.name}: a reduction's body must be a reduction")
     cache_op = ComputeOp(f"{op.name}.{scope}", axis, op.reduce_axis, bodies, op.tag, op.attrs)

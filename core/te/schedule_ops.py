@@ -40,11 +40,11 @@ from ..errors import LoomError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.container import Array
+from ..ir.functor import substitute
 from ..ir.op import Op
 from ..ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from ..ir.reduce import Reduce
 from ..ir.stmt import AttrStmt, IfThenElse, LetStmt, Stmt, seq
-from ._te_functor import te_substitute
 from .bound import infer_bound
 from .loop_nest import if_nest, make_bound_check, make_loop_nest, merge_nest
 from .relations import pass_down_bitmask
@@ -127,7 +127,7 @@ class _Lowering:
         preds = make_bound_check(stage, dom_map, values, False, set())
         if not op.reduce_axis:
             stores = seq(*(ProducerStore(t, b, index) for t, b in zip(outputs, bodies)))
-            return merge_nest(main, if_nest(preds, te_substitute(stores, _vmap(values))))
+            return merge_nest(main, if_nest(preds, substitute(stores, _vmap(values))))
         red = bodies[0]
         if not isinstance(red, Reduce):
             raise LoomError(f"{op.name} has reduction axes but its body is not a reduction")
@@ -143,8 +143,8 @@ class _Lowering:
         init_preds = make_bound_check(stage, dom_map, init_values, True, skip)
         init_exprs = red.init or red.combiner.identity_element
         init = seq(*(ProducerStore(t, v, index) for t, v in zip(outputs, init_exprs)))
-        init = merge_nest(init_nest, if_nest(init_preds, te_substitute(init, _vmap(init_values))))
-        update = te_substitute(_update(red, outputs, index), _vmap(values))
+        init = merge_nest(init_nest, if_nest(init_preds, substitute(init, _vmap(init_values))))
+        update = substitute(_update(red, outputs, index), _vmap(values))
         update = merge_nest(main[begin + 1:], if_nest(preds, update))
         return merge_nest(main[:begin + 1], seq(init, update))
 

@@ -4,8 +4,9 @@ Removed: evaluations of constants and of side-effect-free expressions, loops
 whose body does nothing or whose extent is provably zero, ``if`` statements
 with empty branches, attributes, lets and allocations around nothing, and
 stores of a value into the place it was just read from (``A[i] = A[i]``).
-Assertions always stay (their failure is an effect), and so do ``while``
-loops (they may not terminate).
+An assertion of the constant True is replaced by its body; other assertions
+stay (their failure is an effect), and so do ``while`` loops (they may not
+terminate).
 
 >>> import loom
 >>> from loom.ir import For, Evaluate, PrimFunc
@@ -72,6 +73,13 @@ class _RemoveNoOp(Mutator):
         if then_case is s.then_case and else_case is s.else_case:
             return s
         return s.with_(then_case=then_case, else_case=else_case)
+
+    def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
+        body = self.visit(s.body)
+        cond = const_int(s.condition)
+        if cond is not None and cond != 0:
+            return body  # cannot fail
+        return s if body is s.body else s.with_(body=body)
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
         body = self.visit(s.body)

@@ -1,8 +1,10 @@
 """``Simplify`` / ``CanonicalSimplify``: arithmetic simplification of every expression.
 
 Both run :func:`loom.arith.simplify`, which knows loop ranges, let values and
-branch conditions, folds conditions that become constant and drops the branch
-that cannot run.  Classic TVM had two passes (canonical form, then rewriting);
+branch conditions, folds conditions that become constant (``likely(True)``
+included) and drops the branch that cannot run.  The pass also replaces a
+serial or unrolled loop of extent 1 (without annotations) by its body, with
+the loop variable replaced by the loop's min.  Classic TVM had two passes (canonical form, then rewriting);
 Loom's simplifier does both, so the two names are one pass with two names
 (the phase-1 and phase-3 positions of the classic pipeline).
 
@@ -19,7 +21,7 @@ for i in range(8):
 
 from __future__ import annotations
 
-from ..arith import simplify as _arith_simplify
+from ..arith import StmtSimplifier
 from ..ir.stmt import Stmt
 from ._util import body_pass
 from .pass_base import Pass, PassContext
@@ -28,8 +30,8 @@ __all__ = ["Simplify", "CanonicalSimplify", "simplify_stmt"]
 
 
 def simplify_stmt(stmt: Stmt) -> Stmt:
-    """Simplify every expression of ``stmt`` under the facts of its context."""
-    return _arith_simplify(stmt)
+    """Simplify every expression of ``stmt`` under the facts of its context; inline unit loops."""
+    return StmtSimplifier(inline_unit_loops=True).visit(stmt)
 
 
 def _run(body: Stmt, ctx: PassContext) -> Stmt:

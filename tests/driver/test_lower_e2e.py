@@ -67,7 +67,8 @@ def test_simple_mode_skips_unroll_partition_and_api():
 def test_auto_unroll_max_step_unrolls_small_nests():
     assert count(body(lowered()), For) == 2
     mod = lowered({"auto_unroll_max_step": 16})
-    assert count(body(mod), For) == 0 and count(body(mod), BufferStore) == 12
+    # 3 chunks of 4 unrolled; phase-3 Simplify drops the 2 stores the tail guard proves dead.
+    assert count(body(mod), For) == 0 and count(body(mod), BufferStore) == 10
     run_vadd(mod)
 
 
@@ -185,7 +186,7 @@ def test_add_lower_pass_phases_see_the_classic_points():
         mod = lower(s, args)
     # Phase 0 sees the tensor-level IR, phase 1 the flattened one, phase 2 the unrolled one;
     # phase-3 passes run before MakeAPI.
-    assert seen == [(0, 1, 0, 2), (1, 0, 1, 2), (2, 0, 12, 0), (3, 0, 12, 0), ("3-pass", False)]
+    assert seen == [(0, 1, 0, 2), (1, 0, 1, 2), (2, 0, 12, 0), (3, 0, 10, 0), ("3-pass", False)]
     assert mod["default_function"].attrs["loom.api"] is True
 
 

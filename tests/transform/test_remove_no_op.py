@@ -1,11 +1,13 @@
 """RemoveNoOp: statements without effect disappear, everything else stays."""
 
+import numpy as np
 import pytest
 
 import loom
 from loom.ir import (
     Allocate, AssertStmt, AttrStmt, BufferStore, Evaluate, For, IfThenElse, LetStmt, PrimFunc, seq,
 )
+from loom.testing import evaluate
 from loom.transform import PassContext
 from loom.transform.remove_no_op import RemoveNoOp, remove_no_op
 from random_programs import assert_same_result, random_func
@@ -81,3 +83,21 @@ def test_unchanged_function_is_returned_as_is():
     f = func(For(i, 0, 8, "serial", store(i)))
     with PassContext():
         assert RemoveNoOp()(f) is f
+
+
+def test_assert_of_true_becomes_its_body():
+    """``assert True`` cannot fail: only its body remains; a False or symbolic assert stays."""
+    i, x = loom.var("i"), loom.var("x")
+    body = For(i, 0, 8, "serial", store(i, 5))
+    before = seq(AssertStmt(loom.const(True), "never fails", body), store(0, 2))
+    want = seq(body, store(0, 2))
+    loom.assert_structural_equal(remove_no_op(before), want)
+    outs = []
+    for f in (func(before), RemoveNoOp()(func(before))):
+        a = np.zeros(8, dtype="int32")
+        evaluate(f, a)
+        outs.append(a)
+    assert (outs[0] == outs[1]).all() and list(outs[1]) == [2] + [5] * 7
+    for cond in (loom.const(False), x > 0):
+        kept = AssertStmt(cond, "checked", body)
+        assert remove_no_op(kept) is kept

@@ -1,8 +1,10 @@
 """Simplify / CanonicalSimplify as passes."""
 
+import numpy as np
 import pytest
 
 import loom
+from loom.testing import evaluate
 from loom.ir import BufferStore, For, IfThenElse, PrimFunc
 from loom.transform.simplify import CanonicalSimplify, Simplify
 from random_programs import assert_same_result, random_func
@@ -35,3 +37,69 @@ def test_buffers_keep_their_identity():
     f = PrimFunc([A.data], For(i, 0, 16, "serial", BufferStore(A, A[i] + 0 * i, [i])), buffer_map={A.data: A})
     g = Simplify()(f)
     assert g.body.body.buffer is A and g.body.body.value.buffer is A
+
+
+def _run_both(before, after):
+    """Run two functions over the same input and return their outputs."""
+    outs = []
+    for f in (before, after):
+        a = np.arange(16, dtype="int32")
+        evaluate(f, a)
+        outs.append(a)
+    return outs
+
+
+def test_likely_of_a_constant_folds_and_its_if_goes():
+    """``if likely(j < 4)`` with ``j`` known to be 0 keeps only the then-branch; a symbolic hint stays."""
+    i, j = loom.var("i"), loom.var("j")
+    guarded = IfThenElse(loom.likely(j * 4 + i < 16), BufferStore(A, A[i] + 1, [i]))
+    before = For(i, 0, 4, "serial", For(j, 0, 1, "serial", guarded))
+    want = For(i, 0, 4, "serial", BufferStore(A, A[i] + 1, [i]))
+    f = PrimFunc([A.data], before, buffer_map={A.data: A})
+    g = Simplify()(f)
+    loom.assert_structural_equal(g.body, want)
+    got, expected = _run_both(f, g)
+    assert (got == expected).all() and expected[0] == 1
+
+    k = loom.var("k")
+    kept = loom.arith.simplify(loom.likely(k + 0 < 16))
+    assert isinstance(kept, loom.ir.Call) and kept.op.name == "tir.likely"
+    assert str(kept.args[0]) == "k < 16"
+    folded = loom.arith.simplify(loom.likely(k - k < 1))
+    assert isinstance(folded, loom.ir.IntImm) and folded.value == 1
+
+
+@pytest.mark.parametrize("kind", ["serial", "unrolled"])
+def test_unit_loop_becomes_its_body(kind):
+    """A serial or unrolled loop of one iteration is its body at ``i = min``."""
+    i, j = loom.var("i"), loom.var("j")
+    before = For(j, 0, 8, "serial", For(i, 3, 1, kind, BufferStore(A, A[i + j] * 2, [i + j])))
+    want = For(j, 0, 8, "serial", BufferStore(A, A[j + 3] * 2, [j + 3]))
+    f = PrimFunc([A.data], before, buffer_map={A.data: A})
+    g = Simplify()(f)
+    loom.assert_structural_equal(g.body, want)
+    got, expected = _run_both(f, g)
+    assert (got == expected).all() and expected[3] == 6 and expected[2] == 2
+
+
+@pytest.mark.parametrize("kind", ["parallel", "vectorized"])
+def test_unit_loops_that_say_how_they_run_stay(kind):
+    i = loom.var("i")
+    before = For(i, 0, 1, kind, BufferStore(A, loom.const(1), [i]))
+    f = PrimFunc([A.data], before, buffer_map={A.data: A})
+    assert isinstance(Simplify()(f).body, For)
+
+
+def test_annotated_unit_loop_stays():
+    i = loom.var("i")
+    before = For(i, 0, 1, "serial", BufferStore(A, loom.const(1), [i]), annotations={"pragma_x": 1})
+    f = PrimFunc([A.data], before, buffer_map={A.data: A})
+    out = Simplify()(f).body
+    assert isinstance(out, For) and out.annotations == {"pragma_x": 1}
+
+
+def test_arith_simplify_keeps_unit_loops():
+    """Only the pass inlines unit loops; ``loom.arith.simplify`` keeps the loop structure."""
+    i = loom.var("i")
+    before = For(i, 0, 1, "serial", BufferStore(A, loom.const(1), [i]))
+    assert isinstance(loom.arith.simplify(before), For)
