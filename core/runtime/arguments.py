@@ -56,6 +56,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..errors import LoomError, LoomTypeError, LoomValueError
 from ..ir import expr as E
@@ -95,20 +96,35 @@ class BoundCall:
     so aligned copies are written back.
     """
 
-    __slots__ = ("values", "pointers", "_seen", "_vars", "_copies")
+    __slots__ = ("values", "pointers", "_seen", "_vars", "_from_base", "_copies")
 
-    def __init__(self, n: int, variables: dict[int, E.Var]) -> None:
+    def __init__(self, n: int, variables: dict[int, E.Var], from_base: Sequence[bool | None]) -> None:
         self.values: list[Any] = [None] * n
         #: The data pointer (an int address) of each handle parameter, None for scalars.
         self.pointers: list[int | None] = [None] * n
         self._seen: dict[int, tuple[int, str]] = {}
         self._vars = variables
+        self._from_base = from_base
         self._copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
 
     @property
     def binding(self) -> dict[E.Var, Any]:
         """``{Var: value}`` for every symbolic size, stride, offset and scalar parameter."""
         return {self._vars[k]: v for k, (v, _) in self._seen.items()}
+
+    def memory(self, k: int) -> tuple[np.ndarray, int]:
+        """The flat 1-D element view of the memory handle parameter ``k`` addresses, and its element offset.
+
+        The view starts at the data pointer the call passes (``pointers[k]``;
+        the base array for a buffer with an ``elem_offset``), spans every element
+        the array reaches, and is read-only when the argument is.  Backends that
+        index memory themselves (the interpreter) use it; the offset is the
+        buffer's bound ``elem_offset``.
+        """
+        from_base = self._from_base[k]
+        if from_base is None:
+            raise LoomTypeError(f"parameter {k} is a scalar; it has no memory")
+        return _flat_memory(self.values[k], from_base)
 
     def finish(self) -> None:
         """Write back what the call stored into aligned copies of misaligned arguments."""
@@ -161,7 +177,8 @@ class ArgumentChecker:
         self.params = tuple(func.params)
         self.vars: dict[int, E.Var] = {}
         self._steps: list[_Step] = []
-        self._later: list[tuple[E.PrimExpr, Callable[[dict], Any]]] = []
+        # Per parameter: None for a scalar, else whether its memory is addressed from the base array.
+        self._from_base: list[bool | None] = []
         bindable = {id(p) for p in func.params if not p.dtype.is_handle}
         for buf in func.buffer_map.values():
             bindable.update(id(e) for e in (*buf.shape, *buf.strides, buf.elem_offset) if isinstance(e, E.Var))
@@ -169,10 +186,13 @@ class ArgumentChecker:
             buf = func.buffer_map.get(p)
             if buf is not None:
                 self._steps.append(self._buffer_step(k, p, buf, bindable))
+                self._from_base.append(not (isinstance(buf.elem_offset, E.IntImm) and buf.elem_offset.value == 0))
             elif p.dtype.is_handle:
                 self._steps.append(self._pointer_step(k, p))
+                self._from_base.append(False)
             else:
                 self._steps.append(self._scalar_step(k, p))
+                self._from_base.append(None)
 
     def __repr__(self) -> str:
         return f"<ArgumentChecker {self.name}({', '.join(p.name for p in self.params)})>"
@@ -184,7 +204,7 @@ class ArgumentChecker:
         if len(args) != len(steps):
             names = ", ".join(p.name for p in self.params)
             raise ArgumentTypeError(f"{self.name} takes {len(steps)} arguments ({names}), got {len(args)}")
-        call = BoundCall(len(steps), self.vars)
+        call = BoundCall(len(steps), self.vars, self._from_base)
         pending: list[tuple[Any, ...]] = []
         for k, step in enumerate(steps):
             step(args[k], call, pending)
@@ -403,13 +423,36 @@ def _host_array(arg: Any, what: str) -> np.ndarray:
     raise ArgumentTypeError(f"{what} takes an array (numpy, loom.nd or DLPack), got {_kind_of(arg)}")
 
 
-def _data_of(arr: np.ndarray, what: str) -> tuple[int, int]:
-    """The data pointer and element offset of ``arr`` for a buffer with an ``elem_offset``."""
-    ptr = arr.ctypes.data
+def _root_of(arr: np.ndarray) -> np.ndarray | None:
+    """The C-contiguous array ``arr`` is a view into, or None when it is its own memory."""
     root = arr
     while isinstance(root.base, np.ndarray):
         root = root.base
-    if root is arr or not root.flags.c_contiguous:
+    return None if root is arr or not root.flags.c_contiguous else root
+
+
+def _flat_memory(arr: np.ndarray, from_base: bool) -> tuple[np.ndarray, int]:
+    """See :meth:`BoundCall.memory`; ``arr`` has passed its checks (so offsets are whole elements)."""
+    item = arr.itemsize
+    root = _root_of(arr) if from_base else None
+    if root is not None:
+        raw = root.reshape(-1).view(np.uint8)
+        flat = raw[: raw.shape[0] // item * item].view(arr.dtype)
+        if not arr.flags.writeable and flat.flags.writeable:
+            flat = flat.view()
+            flat.flags.writeable = False
+        return flat, (arr.ctypes.data - root.ctypes.data) // item
+    if arr.flags.c_contiguous:
+        return arr.reshape(-1), 0
+    span = 0 if arr.size == 0 else 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
+    return as_strided(arr, shape=(span,), strides=(item,), writeable=arr.flags.writeable), 0
+
+
+def _data_of(arr: np.ndarray, what: str) -> tuple[int, int]:
+    """The data pointer and element offset of ``arr`` for a buffer with an ``elem_offset``."""
+    ptr = arr.ctypes.data
+    root = _root_of(arr)
+    if root is None:
         return ptr, 0
     base = root.ctypes.data
     delta = ptr - base

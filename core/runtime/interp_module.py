@@ -16,14 +16,16 @@ Exported files carry the IRModule as ``loom.save_json`` text.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LoomTypeError, LoomValueError, SerializationError
 from ..ir.function import IRModule, PrimFunc
 from ..ir.serialize import load_json, save_json
 from ..target.target import Target
-from ..testing.interpreter import Interpreter
 from .module import Module, Runner, read_export
+
+if TYPE_CHECKING:
+    from ..testing.interpreter import Interpreter
 
 __all__ = ["InterpModule", "FORMAT"]
 
@@ -63,16 +65,15 @@ class InterpModule(Module):
     def _interpreter(self, name: str) -> Interpreter:
         found = self._interpreters.get(name)
         if found is None:
+            # Lazy: loom.testing imports the runtime's argument checker.
+            from ..testing.interpreter import Interpreter
+
             found = self._interpreters[name] = Interpreter(self.ir_module, name)
         return found
 
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        interp = self._interpreter(name)
-
-        def run(call: Any) -> None:
-            interp(*call.values)
-
-        return run
+        # The PackedFunc has checked the call (once); the interpreter only binds it.
+        return self._interpreter(name).run_checked
 
     def get_source(self, fmt: str = "") -> str:
         """The lowered IR: printed text (``fmt`` ``""``, ``"tir"`` or ``"text"``) or ``"json"``."""

@@ -123,6 +123,15 @@ class Program:
     def run(self, args: tuple[Any, ...]) -> None:
         frame: list[Any] = [None] * self.nslots
         self.binder.bind(frame, args)
+        self._execute(frame)
+
+    def run_checked(self, call: Any) -> None:
+        """Run on a ``BoundCall`` the runtime's argument checker already made for this function."""
+        frame: list[Any] = [None] * self.nslots
+        self.binder.bind_checked(frame, call)
+        self._execute(frame)
+
+    def _execute(self, frame: list[Any]) -> None:
         with np.errstate(all="ignore"), _deep():
             self.body(frame)
 

@@ -2,7 +2,9 @@
 
 It is the oracle of the project: every pass must leave its answer unchanged
 and every backend must agree with it.  So it is strict: arguments are checked
-like a compiled function checks them, every load and store is bounds-checked,
+by the runtime's shared :class:`~loom.runtime.arguments.ArgumentChecker`,
+exactly as a compiled function's are (read-only arrays are read, never
+written; arguments are never copied), every load and store is bounds-checked,
 integer arithmetic wraps at its width, integer division by zero and
 ``AssertStmt`` failures raise, and a runaway ``while`` loop is stopped.
 
@@ -16,6 +18,7 @@ from typing import Any, Callable
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir.function import IRModule, PrimFunc
+from ..runtime.arguments import BoundCall
 from ._compiler import Context, Program
 
 __all__ = ["Interpreter", "evaluate", "DEFAULT_MAX_WHILE_ITERATIONS"]
@@ -57,8 +60,8 @@ class Interpreter:
     :param check_dims: also check every index against its buffer's declared
         shape (the flat offset is always checked against the memory).
 
-    Calling it with arguments (numpy arrays for buffer parameters, scalars for
-    scalar parameters) runs the function, writing into the arrays in place.  It
+    Calling it with arguments (numpy or ``loom.nd`` arrays for buffer parameters,
+    scalars for scalar parameters) runs the function, writing into the arrays in place.  It
     returns None: a PrimFunc's results are what it stores.
 
     >>> import numpy as np, loom
@@ -85,6 +88,14 @@ class Interpreter:
 
     def __call__(self, *args: Any) -> None:
         self._program.run(args)
+
+    def run_checked(self, call: BoundCall) -> None:
+        """Run on arguments a :class:`~loom.runtime.arguments.ArgumentChecker` of this function bound.
+
+        The interp runtime Module checks each call once, with the checker every
+        backend shares, and hands the result here (aligned copies included).
+        """
+        self._program.run_checked(call)
 
     def __repr__(self) -> str:
         return f"<loom.testing.Interpreter of {self.name}>"

@@ -253,3 +253,40 @@ def test_misaligned_view_with_elem_offset_keeps_its_offset_on_the_copy():
     out = np.zeros(8, "int32")
     build(offset_copy())(view, out)
     assert out.tolist() == list(range(8, 16))
+
+
+def test_memory_is_the_flat_view_the_pointer_addresses():
+    """``BoundCall.memory``: the base array for a buffer with an elem_offset, the aligned copy when copied."""
+    base = np.arange(20, dtype="int32")
+    call = ArgumentChecker(offset_copy(), assumed_alignment=1).bind((base[8:16], np.zeros(8, "int32")))
+    flat, off = call.memory(0)
+    assert off == 8 and flat.ctypes.data == call.pointers[0] and np.shares_memory(flat, base)
+    assert flat.shape == (20,) and flat[off:off + 8].tolist() == list(range(8, 16))
+    view = np.frombuffer(memoryview(misaligned(20, "int32", shift=4)), dtype="int32")[8:16]
+    call = ArgumentChecker(offset_copy()).bind((view, np.zeros(8, "int32")))
+    flat, off = call.memory(0)
+    assert off == 8 and flat.ctypes.data == call.pointers[0] and flat.ctypes.data % 64 == 0
+    assert flat[off:off + 8].tolist() == list(range(8, 16)) and not np.shares_memory(flat, view)
+    with pytest.raises(loom.LoomTypeError, match="parameter 2 is a scalar"):
+        ArgumentChecker(scale2d()).bind((f32(2, 2), f32(2, 2), 1.0, 1)).memory(2)
+
+
+def test_memory_of_a_strided_view_spans_its_elements_and_stays_read_only():
+    base = np.arange(30, dtype="float32").reshape(5, 6)
+    base.flags.writeable = False
+    call = ArgumentChecker(scale2d(), assumed_alignment=1).bind((base[:, 1::2], f32(5, 3), 1.0, 0))  # no copy
+    flat, off = call.memory(0)
+    assert off == 0 and flat.shape == (1 + 4 * 6 + 2 * 2,) and flat[0] == 1 and flat[-1] == 29
+    assert not flat.flags.writeable
+
+
+def test_interp_module_checks_each_call_once(monkeypatch):
+    calls = []
+    bind = ArgumentChecker.bind
+    monkeypatch.setattr(ArgumentChecker, "bind", lambda self, args: calls.append(self) or bind(self, args))
+    mod = build(vadd())
+    a, c = np.arange(5, dtype="float32"), f32(5)
+    mod(a, a, c)
+    mod(a, a, c)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(c, a * 2)
