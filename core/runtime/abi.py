@@ -1,0 +1,71 @@
+"""The calling convention of compiled (native) functions.
+
+Every compiled PrimFunc ``name`` is a C function
+
+    int32_t name(const uint64_t *args, const char **error)
+
+``args`` holds one 64-bit word per *ABI slot*, in :func:`abi_vars` order: the
+function's parameters first (a buffer's data pointer, or a scalar parameter's
+value), then every symbolic variable of the buffers' shapes, strides and element
+offsets that is not a parameter, in first-appearance order.  Integers are stored
+sign-extended to 64 bits, floats as the bits of a double, pointers as addresses.
+The function returns 0 on success; on failure (a failed ``AssertStmt``) it stores
+a pointer to a static, NUL-terminated message into ``*error`` and returns -1.
+
+One word per slot keeps the call cheap: the runtime fills one ``uint64`` array
+from the checked arguments (:func:`pack`) and makes one foreign call.
+
+>>> import loom
+>>> from loom.ir import PrimFunc, no_op
+>>> n = loom.var("n")
+>>> A = loom.decl_buffer((n, 4), "float32", name="A")
+>>> f = PrimFunc([A.data], no_op(), buffer_map={A.data: A})
+>>> [v.name for v in abi_vars(f)]
+['A', 'n']
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ..ir import expr as E
+from ..ir.function import PrimFunc
+from .arguments import BoundCall
+
+__all__ = ["abi_vars", "pack_values"]
+
+
+def abi_vars(func: PrimFunc) -> list[E.Var]:
+    """The variables a compiled function receives, in slot order (see module docstring)."""
+    out: list[E.Var] = list(func.params)
+    seen = {id(v) for v in out}
+    for buf in func.buffer_map.values():
+        for e in (*buf.shape, *buf.strides, buf.elem_offset):
+            if isinstance(e, E.Var) and id(e) not in seen:
+                seen.add(id(e))
+                out.append(e)
+    return out
+
+
+_DOUBLE = struct.Struct("<d")
+_U64 = struct.Struct("<Q")
+
+
+def _word(var: E.Var, value: Any) -> int:
+    t = var.dtype
+    if t.is_float:
+        return _U64.unpack(_DOUBLE.pack(float(value)))[0]
+    return int(value) & 0xFFFFFFFFFFFFFFFF
+
+
+def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
+    """The 64-bit words of one call, in slot order (pointers from ``call.pointers``)."""
+    binding = call.binding
+    words: list[int] = []
+    for k, v in enumerate(func_vars):
+        if k < len(call.pointers) and call.pointers[k] is not None:
+            words.append(call.pointers[k])
+        else:
+            words.append(_word(v, binding[v] if v in binding else call.values[k]))
+    return words
