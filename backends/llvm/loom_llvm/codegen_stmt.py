@@ -1,0 +1,163 @@
+"""Statements to LLVM IR: loops, branches, allocations, asserts and stores.
+
+Every loop kind compiles to one sequential loop: ``parallel`` loops run serially
+on the calling thread for now (real threads come with the runtime work),
+``vectorized`` loops that the pipeline did not turn into vector code are plain
+loops for LLVM's vectorizer, ``unrolled`` loops are left to LLVM's unroller, and
+``thread_binding`` loops run their threads one after another.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from loom.errors import LoomError
+from loom.ir import expr as E
+from loom.ir import stmt as S
+from loom.ir.dtype import DataType
+
+from .codegen_expr import I64, PTR, ExprEmitter, llvm_type
+
+__all__ = ["StmtEmitter", "STACK_LIMIT_BYTES"]
+
+#: Constant-size allocations up to this size live on the stack; larger or symbolic ones on the heap.
+STACK_LIMIT_BYTES = 64 * 1024
+_HEAP_ALIGNMENT = 64
+
+
+class StmtEmitter(ExprEmitter):
+    """Emits statements; a failed assert stores its message into ``self.error_ptr`` and returns -1."""
+
+    entry_block: ir.Block
+    error_ptr: ir.Value
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._heap: list[ir.Value] = []  # live heap allocations, freed on every exit
+
+    def stmt(self, s: S.Stmt) -> None:
+        rule = getattr(self, f"_s_{type(s).__name__}", None)
+        if rule is None:
+            raise LoomError(f"{self.fname}: the llvm backend cannot compile {type(s).__name__} statements")
+        rule(s)
+
+    def _s_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
+        if not isinstance(s.value, (E.IntImm, E.FloatImm, E.StringImm)):
+            self.expr(s.value)
+
+    def _s_AttrStmt(self, s: S.AttrStmt) -> None:
+        self.stmt(s.body)  # annotations only guide the passes before codegen
+
+    def _s_LetStmt(self, s: S.LetStmt) -> None:
+        v = self.expr(s.value)
+        self.name(v, s.var)
+        self.values[id(s.var)] = v
+        self.stmt(s.body)
+        del self.values[id(s.var)]
+
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
+        self.store(s.buffer, s.indices, self.expr(s.value), s.value.dtype)
+
+    def _s_AssertStmt(self, s: S.AssertStmt) -> None:
+        b = self.builder
+        ok, fail = b.append_basic_block("assert_ok"), b.append_basic_block("assert_fail")
+        cond = self.expr(s.condition)
+        b.cbranch(cond, ok, fail)
+        b.position_at_end(fail)
+        msg = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
+        b.store(self.string(msg), self.error_ptr)
+        self.return_code(-1)
+        b.position_at_end(ok)
+        self.stmt(s.body)
+
+    def return_code(self, code: int) -> None:
+        """Free the live heap allocations and return ``code``."""
+        for p in reversed(self._heap):
+            self.builder.call(self.extern("free", ir.VoidType(), [PTR]), [p])
+        self.builder.ret(ir.Constant(ir.IntType(32), code))
+
+    def _s_IfThenElse(self, s: S.IfThenElse) -> None:
+        b = self.builder
+        cond = self.expr(s.condition)
+        then_bb = b.append_basic_block("if_then")
+        else_bb = b.append_basic_block("if_else") if s.else_case is not None else None
+        end_bb = b.append_basic_block("if_end")
+        b.cbranch(cond, then_bb, else_bb or end_bb)
+        b.position_at_end(then_bb)
+        self.stmt(s.then_case)
+        b.branch(end_bb)
+        if else_bb is not None:
+            b.position_at_end(else_bb)
+            self.stmt(s.else_case)
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+
+    def _s_While(self, s: S.While) -> None:
+        b = self.builder
+        head, body, end = (b.append_basic_block(n) for n in ("while_head", "while_body", "while_end"))
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(self.expr(s.condition), body, end)
+        b.position_at_end(body)
+        self.stmt(s.body)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def _s_For(self, s: S.For) -> None:
+        b = self.builder
+        t = s.loop_var.dtype
+        lo = self.expr(s.min)
+        hi = b.add(lo, self.expr(s.extent), name=f"{s.loop_var.name}.end")
+        pre = b.block
+        name = s.loop_var.name
+        head, body, end = (b.append_basic_block(f"{name}.{n}") for n in ("head", "body", "end"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(llvm_type(t), name=name)
+        i.add_incoming(lo, pre)
+        cmp = b.icmp_signed("<", i, hi) if t.is_int else b.icmp_unsigned("<", i, hi)
+        b.cbranch(cmp, body, end)
+        b.position_at_end(body)
+        self.values[id(s.loop_var)] = i
+        self.stmt(s.body)
+        del self.values[id(s.loop_var)]
+        nxt = b.add(i, ir.Constant(i.type, 1), name=f"{name}.next")
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def _s_Allocate(self, s: S.Allocate) -> None:
+        b = self.builder
+        elem = llvm_type(s.dtype.element_of(), memory=True)
+        elem_bytes = max(1, s.dtype.bits // 8) * s.dtype.lanes
+        const = all(isinstance(x, E.IntImm) for x in s.extents)
+        count = 1
+        for x in s.extents:
+            count *= x.value if isinstance(x, E.IntImm) else 1
+        if const and count * elem_bytes <= STACK_LIMIT_BYTES:
+            # In the entry block: one stack slot however often the statement runs.
+            with b.goto_block(self.entry_block):
+                b.position_at_start(self.entry_block)
+                ptr = b.alloca(elem, size=ir.Constant(I64, max(1, count * s.dtype.lanes)), name=s.buffer_var.name)
+                ptr.align = _HEAP_ALIGNMENT
+            self.values[id(s.buffer_var)] = ptr
+            self.stmt(s.body)
+            del self.values[id(s.buffer_var)]
+            return
+        size = ir.Constant(I64, elem_bytes)
+        for x in s.extents:
+            size = b.mul(size, self.convert(self.expr(x), x.dtype, DataType("int", 64)))
+        # aligned_alloc wants a multiple of the alignment (and never 0).
+        size = b.and_(b.add(size, ir.Constant(I64, _HEAP_ALIGNMENT)), ir.Constant(I64, -_HEAP_ALIGNMENT))
+        alloc = self.extern("aligned_alloc", PTR, [I64, I64])
+        ptr = b.call(alloc, [ir.Constant(I64, _HEAP_ALIGNMENT), size], name=s.buffer_var.name)
+        self.values[id(s.buffer_var)] = ptr
+        self._heap.append(ptr)
+        self.stmt(s.body)
+        self._heap.pop()
+        del self.values[id(s.buffer_var)]
+        b.call(self.extern("free", ir.VoidType(), [PTR]), [ptr])
