@@ -1,0 +1,190 @@
+"""The template table and C preamble of the C-style renderer (:mod:`loom.codegen.cstyle`).
+
+``BASE_CODE_FOR_OP`` maps an IR node class, or an intrinsic op name, to a
+template ``(renderer, node) -> C text``.  Templates build on the renderer's
+helpers (``expr``, ``elementwise``, ``wrap``, ``math_name``, ...), so a dialect
+replaces single entries without touching the rest.
+
+>>> import loom
+>>> from loom.codegen import CStyleRenderer
+>>> r = CStyleRenderer()
+>>> BASE_CODE_FOR_OP[loom.ir.IntImm](r, loom.const(-5))
+'(-5)'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import LoomError
+from ..ir import expr as E
+from ..ir.dtype import DataType
+
+if TYPE_CHECKING:
+    from .cstyle import CStyleRenderer
+
+__all__ = ["BASE_CODE_FOR_OP", "PREAMBLE", "CodegenError", "Template", "sanitize"]
+
+Template = Callable[["CStyleRenderer", Any], str]
+
+
+class CodegenError(LoomError):
+    """The IR holds something the renderer cannot express in its dialect."""
+
+
+_C_WORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
+    "bool args error main free malloc memcpy".split())
+
+
+def sanitize(name: str) -> str:
+    """A C identifier for ``name``: never empty, never a keyword, never starting with ``_``."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name) or "v"
+    if out[0].isdigit() or out[0] == "_" or out in _C_WORDS:
+        out = "v_" + out.lstrip("_")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# templates: one per node class / op; ``r`` is the renderer, ``n`` the node
+
+
+def _arith(sym: str) -> Template:
+    return lambda r, n: r.arith(n, sym)
+
+
+def _cmp(sym: str) -> Template:
+    return lambda r, n: r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"({a} {sym} {b})")
+
+
+def _minmax(sym: str) -> Template:
+    return lambda r, n: r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"({a} {sym} {b} ? {a} : {b})", dup=True)
+
+
+def _floor_op(kind: str) -> Template:
+    def render(r: CStyleRenderer, n: Any) -> str:
+        t = n.dtype.element_of()
+        if t.is_float:
+            fl = r.math_name("floor", t)
+            if kind == "div":
+                return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"{fl}({a} / {b})")
+            body = lambda a, b: f"({a} - {fl}({a} / {b}) * {b})"  # noqa: E731
+            return r.elementwise(n.dtype, [n.a, n.b], body, dup=True)
+        if t.is_uint or t.is_bool:
+            sym = "/" if kind == "div" else "%"
+            return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: r.wrap(t, f"{a} {sym} {b}"))
+        ct = r.type_name(t)
+        return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"(({ct})loom_floor{kind}({a}, {b}))")
+    return render
+
+
+def _math(fn: str) -> Template:
+    return lambda r, n: r.elementwise(n.dtype, list(n.args), lambda *a: f"{r.math_name(fn, n.dtype)}({', '.join(a)})")
+
+
+def _unary(template: Callable[[CStyleRenderer, DataType, str], str]) -> Template:
+    return lambda r, n: r.elementwise(n.dtype, [n.args[0]], lambda a: template(r, n.dtype.element_of(), a), dup=True)
+
+
+def _popcount(r: CStyleRenderer, t: DataType, a: str) -> str:
+    fn = "__builtin_popcountll" if t.bits == 64 else "__builtin_popcount"
+    return f"(({r.type_name(t)}){fn}((uint{t.bits}_t){a}))"
+
+
+def _abs(r: CStyleRenderer, t: DataType, a: str) -> str:
+    if t.is_float:
+        return f"{r.math_name('fabs', t)}({a})"
+    return a if t.is_uint or t.is_bool else r.wrap(t, f"{a} < 0 ? -{a} : {a}")
+
+
+def _if_then_else(r: CStyleRenderer, n: E.Call) -> str:
+    if n.dtype.lanes == 1:  # only the taken side runs
+        c, t, f = (r.expr(a) for a in n.args)
+        return f"({c} ? {t} : {f})"
+    return r.elementwise(n.dtype, list(n.args), lambda c, t, f: f"({c} ? {t} : {f})")
+
+
+def _reinterpret(r: CStyleRenderer, n: E.Call) -> str:
+    src, dst = r.tmp(), r.tmp()
+    return (f"({{ {r.type_name(n.args[0].dtype)} {src} = {r.expr(n.args[0])}; {r.type_name(n.dtype)} {dst}; "
+            f"memcpy(&{dst}, &{src}, sizeof {dst}); {dst}; }})")
+
+
+def _extern(r: CStyleRenderer, n: E.Call) -> str:
+    name, *args = n.args
+    if not isinstance(name, E.StringImm):
+        raise CodegenError(f"call_extern needs a function name (StringImm) first, got {type(name).__name__}")
+    types = ", ".join(r.type_name(a.dtype) for a in args) or "void"
+    r.externs.setdefault(name.value, f"extern {r.type_name(n.dtype)} {name.value}({types});")
+    return f"{name.value}({', '.join(r.expr(a) for a in args)})"
+
+
+def _sigmoid(r: CStyleRenderer, t: DataType, a: str) -> str:
+    one = r.float_literal(1.0, t)
+    return f"({one} / ({one} + {r.math_name('exp', t)}(-{a})))"
+
+
+_MATH = ("exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "trunc", "fabs",
+         "erf")
+_SYMBOLS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.Mod: "%"}
+
+BASE_CODE_FOR_OP: dict[Any, Template] = {
+    **{cls: _arith(sym) for cls, sym in _SYMBOLS.items()},
+    **{cls: _cmp(sym) for cls, sym in {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
+                                       E.And: "&&", E.Or: "||"}.items()},
+    E.Min: _minmax("<"), E.Max: _minmax(">"),
+    E.FloorDiv: _floor_op("div"), E.FloorMod: _floor_op("mod"),
+    E.Not: lambda r, n: r.elementwise(n.dtype, [n.a], lambda a: f"(!{a})"),
+    E.Select: lambda r, n: r.elementwise(n.dtype, [n.condition, n.true_value, n.false_value],
+                                         lambda c, t, f: f"({c} ? {t} : {f})"),
+    E.Cast: lambda r, n: r.elementwise(n.dtype, [n.value], lambda a: f"(({r.type_name(n.dtype.element_of())}){a})"),
+    E.Var: lambda r, n: r.name(n),
+    E.SizeVar: lambda r, n: r.name(n),
+    E.IntImm: lambda r, n: r.int_literal(n.value, n.dtype),
+    E.FloatImm: lambda r, n: r.float_literal(n.value, n.dtype),
+    E.StringImm: lambda r, n: r.string_literal(n.value),
+    E.BufferLoad: lambda r, n: r.load(n),
+    E.Broadcast: lambda r, n: r.elementwise(
+        n.dtype.element_of(), [n.value], lambda a: f"({r.type_name(n.dtype)}){{{', '.join([a] * n.lanes)}}}", dup=True),
+    E.Ramp: lambda r, n: r.elementwise(n.dtype, [n.base, n.stride], lambda b, s: r.wrap(n.dtype, f"{b} + _l * {s}")),
+    E.Let: lambda r, n: (f"({{ const {r.type_name(n.var.dtype)} {r.name(n.var)} = {r.expr(n.value)}; "
+                         f"{r.expr(n.body)}; }})"),
+    **{f"tir.{fn}": _math(fn) for fn in _MATH},
+    "tir.round": _math("nearbyint"),
+    "tir.power": _math("pow"),
+    "tir.rsqrt": _unary(lambda r, t, a: f"({r.float_literal(1.0, t)} / {r.math_name('sqrt', t)}({a}))"),
+    "tir.sigmoid": _unary(_sigmoid),
+    "tir.abs": _unary(_abs),
+    "tir.popcount": _unary(_popcount),
+    "tir.isnan": lambda r, n: r.elementwise(n.dtype, [n.args[0]], lambda a: f"(({a}) != ({a}))", dup=True),
+    "tir.likely": lambda r, n: f"__builtin_expect(!!({r.expr(n.args[0])}), 1)",
+    "tir.if_then_else": _if_then_else,
+    "tir.reinterpret": _reinterpret,
+    "tir.call_extern": _extern,
+    "tir.call_pure_extern": _extern,
+    "tir.tvm_storage_sync": lambda r, n: r.barrier or "0",
+}
+
+
+#: Headers and helpers of the C dialect: word-to-double, floor division, aligned allocation.
+PREAMBLE = r"""#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline double loom_f64_of_bits(uint64_t w) { double d; memcpy(&d, &w, sizeof d); return d; }
+static inline int64_t loom_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t loom_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline void *loom_alloc(size_t bytes) {
+  return aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0) * 64);
+}
+"""
