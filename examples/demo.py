@@ -70,6 +70,15 @@ def main() -> None:
     f(a, b, c)
     ok_mm = np.allclose(c, a @ b, rtol=1e-4, atol=1e-4)
     print(f"  built for interp; max |C - A@B| = {np.abs(c - a @ b).max():.2e}  -> {'OK' if ok_mm else 'MISMATCH'}")
+    for kind in ("llvm", "c"):  # native backends, where installed
+        if kind not in loom.target.list_kinds():
+            continue
+        native = loom.build(s, args, target=kind, name="matmul")
+        c[:] = 0
+        native(a, b, c)
+        good = np.allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+        ok_mm &= good
+        print(f"  built for {kind:<6}; max |C - A@B| = {np.abs(c - a @ b).max():.2e}  -> {'OK' if good else 'MISMATCH'}")
 
     banner("A PrimFunc in the IR")
     func = blocked_scale()

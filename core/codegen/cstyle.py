@@ -184,11 +184,17 @@ class CStyleRenderer:
             return self.type_map[elem]
         name = f"{elem}x{t.lanes}"
         ce = self.vector_element.get(elem, self.type_map[elem])
-        size = t.lanes * max(t.bits, 8) // 8
-        if size & (size - 1):
-            raise CodegenError(f"vector {t} is {size} bytes; GCC vectors need a power-of-two size")
+        # GCC vectors need a power-of-two size: other lane counts get padding lanes that
+        # lane loops and memcpy never touch and native arithmetic never uses (see arith).
+        size = _pow2_lanes(t.lanes) * max(t.bits, 8) // 8
         self.typedefs.setdefault(name, self.vector_typedef.format(elem=ce, name=name, size=size))
         return name
+
+    def _vector_bytes(self, t: DataType, var: str) -> str:
+        """The bytes of the ``t.lanes`` lanes of vector ``var`` (less than ``sizeof`` when padded)."""
+        if _pow2_lanes(t.lanes) == t.lanes:
+            return f"sizeof {var}"
+        return f"{t.lanes} * sizeof {var}[0]"
 
     def int_literal(self, value: int, t: DataType) -> str:
         if t.is_bool:
@@ -242,7 +248,7 @@ class CStyleRenderer:
         t = n.dtype
         if t.is_float and sym == "%":
             return self.elementwise(t, [n.a, n.b], lambda a, b: f"{self.math_name('fmod', t)}({a}, {b})")
-        if t.lanes > 1 and not t.is_bool and (t.is_float or t.bits >= 32):
+        if t.lanes > 1 and not t.is_bool and (t.is_float or t.bits >= 32) and _pow2_lanes(t.lanes) == t.lanes:
             return f"({self.expr(n.a)} {sym} {self.expr(n.b)})"  # native vector arithmetic
         return self.elementwise(t, [n.a, n.b], lambda a, b: self.wrap(t, f"{a} {sym} {b}"))
 
@@ -303,7 +309,8 @@ class CStyleRenderer:
         start = self._contiguous(n.buffer, n.indices)
         if start is not None:
             v = self.tmp()
-            return f"({{ {self.type_name(n.dtype)} {v}; memcpy(&{v}, &{ptr}[{start}], sizeof {v}); {v}; }})"
+            size = self._vector_bytes(n.dtype, v)
+            return f"({{ {self.type_name(n.dtype)} {v}; memcpy(&{v}, &{ptr}[{start}], {size}); {v}; }})"
         decls, refs = self._bind(list(n.indices), [self.expr(i) for i in n.indices], vector=True)
         out = self.tmp()
         return (f"({{ {' '.join(decls)} {self.type_name(n.dtype)} {out}; for (int _l = 0; _l < {n.dtype.lanes}; "
@@ -421,7 +428,8 @@ class CStyleRenderer:
         value, v = self.expr(s.value), self.tmp()
         start = self._contiguous(buf, s.indices)
         if start is not None:
-            self.emit(f"{{ {self.type_name(t)} {v} = {value}; memcpy(&{ptr}[{start}], &{v}, sizeof {v}); }}")
+            size = self._vector_bytes(t, v)
+            self.emit(f"{{ {self.type_name(t)} {v} = {value}; memcpy(&{ptr}[{start}], &{v}, {size}); }}")
             return
         decls, refs = self._bind(list(s.indices), [self.expr(i) for i in s.indices], vector=True)
         self.emit(f"{{ {self.type_name(t)} {v} = {value}; {' '.join(decls)} for (int _l = 0; _l < {t.lanes}; ++_l) "
@@ -481,3 +489,8 @@ def _count(s: S.Allocate) -> int | None:
 def _small(s: S.Allocate, stack_limit: int) -> bool:
     count = _count(s)
     return count is not None and 0 < count * s.dtype.bytes <= stack_limit
+
+
+def _pow2_lanes(lanes: int) -> int:
+    """The lane count of the GCC vector holding ``lanes`` lanes: the next power of two."""
+    return 1 << (lanes - 1).bit_length()

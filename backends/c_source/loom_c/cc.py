@@ -1,8 +1,11 @@
 """Compile C source with the system compiler and load it with ctypes.
 
-The command is ``{compiler} {flags} -fwrapv [-fopenmp] -shared -fPIC -o lib.so
-source.c -lm``: ``-fwrapv`` gives signed integers the IR's wrap-around
-semantics, which plain C leaves undefined.  A failure raises
+The command is ``{compiler} -ffp-contract=off {flags} -fwrapv [-fopenmp] -shared
+-fPIC -o lib.so source.c -lm``: ``-fwrapv`` gives signed integers the IR's
+wrap-around semantics, which plain C leaves undefined, and ``-ffp-contract=off``
+rounds every float operation as the IR (and numpy) does instead of fusing
+``a * b + c`` into one FMA; it comes before ``flags``, so
+``-flags="-O3 -ffp-contract=fast"`` opts back in.  A failure raises
 :class:`CompileError` with the command and the compiler's messages.
 
 >>> lib = compile_source("int answer(void) { return 42; }", flags="-O0", openmp=False)
@@ -58,8 +61,8 @@ def compile_source(source: str, compiler: str = "cc", flags: str = "-O3 -march=n
     src, lib = os.path.join(tmpdir.name, "module.c"), os.path.join(tmpdir.name, "module.so")
     with open(src, "w", encoding="utf-8") as fh:
         fh.write(source)
-    command = [*shlex.split(compiler), *shlex.split(flags), "-fwrapv", *(["-fopenmp"] if openmp else []),
-               "-shared", "-fPIC", "-o", lib, src, "-lm"]
+    command = [*shlex.split(compiler), "-ffp-contract=off", *shlex.split(flags), "-fwrapv",
+               *(["-fopenmp"] if openmp else []), "-shared", "-fPIC", "-o", lib, src, "-lm"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as err:

@@ -1,4 +1,4 @@
-"""The ``loom`` entry point of loom-c: contributes the ``c`` target kind."""
+"""The ``loom`` entry point of loom-c: the ``c`` target kind and its code generator."""
 
 from __future__ import annotations
 
@@ -22,3 +22,13 @@ def loom_target_kinds() -> list[Any]:
         default_keys=("cpu",),
         doc="C source compiled with the system C compiler",
     )]
+
+
+@hookimpl
+def loom_codegen(mod: Any, target: Any) -> Any:
+    """Build a ``c`` runtime Module: the lowered IRModule compiled as C (None for other kinds)."""
+    if target.kind.name != "c":
+        return None
+    from .runtime import CModule
+
+    return CModule(mod, target)

@@ -67,3 +67,13 @@ def loom_target_kinds() -> list[Any]:
         default_attrs=host_defaults,
         doc="native CPU code generated with LLVM (llvmlite)",
     )]
+
+
+@hookimpl
+def loom_codegen(mod: Any, target: Any) -> Any:
+    """Compile a lowered IRModule for an ``llvm`` target into an :class:`~loom_llvm.runtime.LLVMModule`."""
+    if target.kind.name != "llvm":
+        return None
+    from .runtime import LLVMModule
+
+    return LLVMModule(mod, target)

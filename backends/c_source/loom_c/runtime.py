@@ -1,0 +1,95 @@
+"""The ``c`` target's runtime Module: the lowered IRModule as C, compiled once, called through ctypes.
+
+``loom.build(..., target="c")`` returns a :class:`CModule`.  Building renders
+every PrimFunc into one translation unit (:func:`loom_c.codegen.generate`, with
+OpenMP pragmas when the target's ``openmp`` attribute is on) and compiles it
+with the target's ``compiler`` and ``flags`` (:func:`loom_c.cc.compile_source`).
+A call is checked by the shared :class:`~loom.runtime.ArgumentChecker` first, so
+the compiled code only ever sees arguments matching its signature; the runner
+then packs one ``uint64`` word per ABI slot (:mod:`loom.runtime.abi`) and makes
+one foreign call.  A failing ``AssertStmt`` raises
+:class:`loom.testing.AssertionFailed`, as on the interpreter.
+
+>>> import numpy as np, loom
+>>> A = loom.placeholder((4,), "float32", name="A")
+>>> B = loom.compute((4,), lambda i: A[i] * 2.0, name="B")
+>>> f = loom.build(loom.create_schedule(B.op), [A, B], target="c -flags=-O1")
+>>> b = np.zeros(4, "float32"); f(np.arange(4, dtype="float32"), b); b
+array([0., 2., 4., 6.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from loom.errors import LoomTypeError, LoomValueError
+from loom.ir.function import IRModule, PrimFunc
+from loom.runtime.abi import abi_vars, pack_values
+from loom.runtime.arguments import BoundCall
+from loom.runtime.module import Module, Runner
+from loom.target import Target
+from loom.testing import AssertionFailed
+
+from .cc import SharedLibrary, compile_source
+from .codegen import CSource, generate
+
+__all__ = ["CModule"]
+
+
+class CModule(Module):
+    """The PrimFuncs of a lowered IRModule compiled as C into one shared library.
+
+    :param mod: the lowered module (every function after MakeAPI).
+    :param target: the ``c`` target giving ``compiler``, ``flags`` and ``openmp``
+        (default: the module's ``attrs["target"]``, else ``Target("c")``).
+    :param entry_name: the function ``module(*args)`` calls (default: ``main``,
+        else the first function).
+    """
+
+    format = "c"
+
+    def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
+        if not isinstance(mod, IRModule):
+            raise LoomTypeError(f"CModule takes an IRModule, got {type(mod).__name__}")
+        prims = {name: f for name, f in mod.functions.items() if isinstance(f, PrimFunc)}
+        if len(prims) != len(mod.functions):
+            other = sorted(set(mod.functions) - set(prims))
+            raise LoomTypeError(f"CModule compiles PrimFuncs; {other} are not")
+        target = target if target is not None else mod.attrs.get("target", None) or Target("c")
+        if target.kind.name != "c":
+            raise LoomValueError(f"CModule builds for target kind 'c', got {target.kind.name!r} ({target})")
+        self.ir_module = mod
+        self.target = target
+        openmp = bool(target.attrs["openmp"])
+        self._source: CSource = generate(mod, openmp=openmp)
+        self._library: SharedLibrary = compile_source(self._source.text, compiler=target.attrs["compiler"],
+                                                      flags=target.attrs["flags"], openmp=openmp)
+        super().__init__(prims, entry_name)
+
+    def _make_runner(self, name: str, func: PrimFunc) -> Runner:
+        fn = self._library.function(self._source.symbols[name])
+        slots = abi_vars(func)
+        words_type = ctypes.c_uint64 * max(len(slots), 1)
+        char_p, byref = ctypes.c_char_p, ctypes.byref
+
+        def run(call: BoundCall) -> None:
+            words = words_type(*pack_values(slots, call))
+            error = char_p(None)
+            if fn(words, byref(error)) != 0:
+                raw = error.value
+                message = raw.decode("utf-8", "replace") if raw is not None else "(no message)"
+                raise AssertionFailed(message, name)
+
+        return run
+
+    def get_source(self, fmt: str = "") -> str:
+        """The generated C translation unit (``fmt`` ``""`` or ``"c"``)."""
+        if fmt in ("", "c"):
+            return self._source.text
+        raise LoomValueError(f"c module source formats are '' and 'c'; got {fmt!r}")
+
+    @property
+    def library_path(self) -> str:
+        """The path of the loaded shared library (valid while this module lives)."""
+        return self._library.path
