@@ -19,13 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..ir.functor import Mutator, Visitor
+from ..ir.functor import Visitor
 
 __all__ = ["te_collect"]
-
-# The te helpers once needed a Mutator of their own; the generic one is it now.
-# The alias remains while tests/te/sched_helpers.py still imports the old name.
-TeMutator = Mutator
 
 
 class _PreOrder(Visitor):

@@ -20,7 +20,8 @@ from loom.ir.container import Array
 from loom.ir.function import PrimFunc
 from loom.ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from loom.ir.stmt import Allocate, AttrStmt, BufferStore, For
-from loom.te._te_functor import TeMutator, te_collect
+from loom.ir.functor import Mutator
+from loom.te._te_functor import te_collect
 from loom.te.schedule_ops import schedule_to_stmt
 from loom.te.tensor import Tensor
 from loom.testing import evaluate
@@ -28,7 +29,7 @@ from loom.testing import evaluate
 _TRUE = E.IntImm("bool", 1)
 
 
-class _Flatten(TeMutator):
+class _Flatten(Mutator):
     def __init__(self, bound: dict[Tensor, Any]) -> None:
         self.storage: dict[Tensor, tuple[Any, tuple[E.PrimExpr, ...]]] = {
             t: (b, tuple(loom.const(0, s.dtype) for s in t.shape)) for t, b in bound.items()}
