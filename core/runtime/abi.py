@@ -13,7 +13,8 @@ The function returns 0 on success; on failure (a failed ``AssertStmt``) it store
 a pointer to a static, NUL-terminated message into ``*error`` and returns -1.
 
 One word per slot keeps the call cheap: the runtime fills one ``uint64`` array
-from the checked arguments (:func:`pack`) and makes one foreign call.
+from the checked arguments (:func:`pack_values`) and makes one foreign call;
+:func:`native_runner` is that call, shared by every native backend.
 
 >>> import loom
 >>> from loom.ir import PrimFunc, no_op
@@ -26,14 +27,15 @@ from the checked arguments (:func:`pack`) and makes one foreign call.
 
 from __future__ import annotations
 
+import ctypes
 import struct
-from typing import Any
+from typing import Any, Callable
 
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from .arguments import BoundCall
 
-__all__ = ["abi_vars", "pack_values"]
+__all__ = ["abi_vars", "pack_values", "native_runner", "NATIVE_SIGNATURE"]
 
 
 def abi_vars(func: PrimFunc) -> list[E.Var]:
@@ -69,3 +71,30 @@ def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
         else:
             words.append(_word(v, binding[v] if v in binding else call.values[k]))
     return words
+
+
+#: ``int32_t name(const uint64_t *args, const char **error)`` as a ctypes function type.
+NATIVE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p))
+
+
+def native_runner(fn: Callable[..., int], func: PrimFunc, name: str) -> Callable[[BoundCall], None]:
+    """The runner of one compiled function: pack the words, make one call, raise on failure.
+
+    :param fn: the compiled function, callable as ``fn(words, byref(error)) -> int``
+        (a :data:`NATIVE_SIGNATURE` pointer or a ctypes library function with those argtypes).
+    :param func: the PrimFunc it was compiled from (its :func:`abi_vars` give the slots).
+    :param name: the function name a failed assertion reports.
+    """
+    from ..testing import AssertionFailed  # loom.testing imports the runtime: import on use
+
+    slots = abi_vars(func)
+    words_t = ctypes.c_uint64 * max(1, len(slots))
+    c_char_p, byref = ctypes.c_char_p, ctypes.byref
+
+    def run(call: BoundCall) -> None:
+        err = c_char_p()
+        if fn(words_t(*pack_values(slots, call)), byref(err)) != 0:
+            raw = err.value
+            raise AssertionFailed(raw.decode("utf-8", "replace") if raw else "failed with no message", name)
+
+    return run

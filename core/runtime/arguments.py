@@ -337,7 +337,7 @@ class ArgumentChecker:
         return ("expr", int_evaluator(e, self.name), e)
 
     def _setter(self, var: E.Var) -> Callable[[int, BoundCall, str], None]:
-        key, name, fname = id(var), var.name, self.name
+        key, name = id(var), var.name
         is_size = isinstance(var, E.SizeVar)
         lo, hi = int_range(var.dtype) if var.dtype.is_integer else (None, None)
 

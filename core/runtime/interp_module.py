@@ -22,7 +22,7 @@ from ..errors import LoomTypeError, LoomValueError, SerializationError
 from ..ir.function import IRModule, PrimFunc
 from ..ir.serialize import load_json, save_json
 from ..target.target import Target
-from .module import Module, Runner, read_export
+from .module import Module, Runner, lowered_functions, read_export
 
 if TYPE_CHECKING:
     from ..testing.interpreter import Interpreter
@@ -46,12 +46,7 @@ class InterpModule(Module):
     format = FORMAT
 
     def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
-        if not isinstance(mod, IRModule):
-            raise LoomTypeError(f"InterpModule takes an IRModule, got {type(mod).__name__}")
-        prims = {name: f for name, f in mod.functions.items() if isinstance(f, PrimFunc)}
-        if len(prims) != len(mod.functions):
-            other = sorted(set(mod.functions) - set(prims))
-            raise LoomTypeError(f"InterpModule runs PrimFuncs; {other} are not")
+        prims = lowered_functions(mod, "InterpModule")
         self.ir_module = mod
         self.target = target if target is not None else mod.attrs.get("target", None) or Target("interp")
         self._interpreters: dict[str, Interpreter] = {}

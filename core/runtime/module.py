@@ -25,11 +25,12 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import attrs
 
 from ..errors import LoomTypeError, LoomValueError, PluginError, SerializationError
-from ..ir.function import PrimFunc
+from ..ir.function import IRModule, PrimFunc
 from ..target.devices import Device, cpu
 from .arguments import ArgumentChecker, BoundCall
 
-__all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION"]
+__all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION",
+           "lowered_functions", "module_target"]
 
 #: Version of the export header written by :meth:`Module.export_library`.
 EXPORT_VERSION = 1
@@ -93,6 +94,29 @@ class ProfileResult:
     def __str__(self) -> str:
         ms = [x * 1e3 for x in (self.mean, self.median, self.max, self.min, self.std)]
         return "mean {:.4f} ms, median {:.4f} ms, max {:.4f} ms, min {:.4f} ms, std {:.4f} ms".format(*ms)
+
+
+def lowered_functions(mod: Any, owner: str) -> dict[str, PrimFunc]:
+    """The PrimFuncs of ``mod``, checked for a backend Module's constructor.
+
+    :raises LoomTypeError: when ``mod`` is not an IRModule or holds anything but PrimFuncs.
+    """
+    if not isinstance(mod, IRModule):
+        raise LoomTypeError(f"{owner} takes an IRModule, got {type(mod).__name__}")
+    prims = {name: f for name, f in mod.functions.items() if isinstance(f, PrimFunc)}
+    if len(prims) != len(mod.functions):
+        raise LoomTypeError(f"{owner} runs PrimFuncs; {sorted(set(mod.functions) - set(prims))} are not")
+    return prims
+
+
+def module_target(mod: IRModule, target: Any, kind: str) -> Any:
+    """``target``, else the module's ``attrs["target"]``, else ``Target(kind)``; it must be of ``kind``."""
+    from ..target import Target
+
+    found = target if target is not None else mod.attrs.get("target", None) or Target(kind)
+    if found.kind.name != kind:
+        raise LoomValueError(f"this module builds for target kind {kind!r}, got {found.kind.name!r} ({found})")
+    return found
 
 
 def _default_entry(functions: Mapping[str, PrimFunc]) -> str:

@@ -20,16 +20,11 @@ array([0., 2., 4., 6.], dtype=float32)
 
 from __future__ import annotations
 
-import ctypes
-from typing import Any
-
-from loom.errors import LoomTypeError, LoomValueError
+from loom.errors import LoomValueError
 from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import abi_vars, pack_values
-from loom.runtime.arguments import BoundCall
-from loom.runtime.module import Module, Runner
+from loom.runtime.abi import native_runner
+from loom.runtime.module import Module, Runner, lowered_functions, module_target
 from loom.target import Target
-from loom.testing import AssertionFailed
 
 from .cc import SharedLibrary, compile_source
 from .codegen import CSource, generate
@@ -50,15 +45,8 @@ class CModule(Module):
     format = "c"
 
     def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
-        if not isinstance(mod, IRModule):
-            raise LoomTypeError(f"CModule takes an IRModule, got {type(mod).__name__}")
-        prims = {name: f for name, f in mod.functions.items() if isinstance(f, PrimFunc)}
-        if len(prims) != len(mod.functions):
-            other = sorted(set(mod.functions) - set(prims))
-            raise LoomTypeError(f"CModule compiles PrimFuncs; {other} are not")
-        target = target if target is not None else mod.attrs.get("target", None) or Target("c")
-        if target.kind.name != "c":
-            raise LoomValueError(f"CModule builds for target kind 'c', got {target.kind.name!r} ({target})")
+        prims = lowered_functions(mod, "CModule")
+        target = module_target(mod, target, "c")
         self.ir_module = mod
         self.target = target
         openmp = bool(target.attrs["openmp"])
@@ -68,20 +56,7 @@ class CModule(Module):
         super().__init__(prims, entry_name)
 
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        fn = self._library.function(self._source.symbols[name])
-        slots = abi_vars(func)
-        words_type = ctypes.c_uint64 * max(len(slots), 1)
-        char_p, byref = ctypes.c_char_p, ctypes.byref
-
-        def run(call: BoundCall) -> None:
-            words = words_type(*pack_values(slots, call))
-            error = char_p(None)
-            if fn(words, byref(error)) != 0:
-                raw = error.value
-                message = raw.decode("utf-8", "replace") if raw is not None else "(no message)"
-                raise AssertionFailed(message, name)
-
-        return run
+        return native_runner(self._library.function(self._source.symbols[name]), func, name)
 
     def get_source(self, fmt: str = "") -> str:
         """The generated C translation unit (``fmt`` ``""`` or ``"c"``)."""

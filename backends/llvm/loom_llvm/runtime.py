@@ -11,14 +11,11 @@ is packed, so a bad call never reaches native code.
 
 from __future__ import annotations
 
-import ctypes
-from loom.errors import LoomTypeError, LoomValueError
+from loom.errors import LoomValueError
 from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import abi_vars, pack_values
-from loom.runtime.arguments import BoundCall
-from loom.runtime.module import Module, Runner
+from loom.runtime.abi import NATIVE_SIGNATURE, native_runner
+from loom.runtime.module import Module, Runner, lowered_functions, module_target
 from loom.target import Target
-from loom.testing import AssertionFailed
 
 from .codegen import codegen_module
 from .jit import JitModule, compile_module
@@ -27,10 +24,6 @@ __all__ = ["LLVMModule", "FORMAT"]
 
 #: The format name of llvm modules (export is not implemented yet).
 FORMAT = "llvm"
-
-# int32_t name(const uint64_t *args, const char **error)
-_NATIVE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p))
-
 
 class LLVMModule(Module):
     """Native CPU code for the PrimFuncs of a lowered IRModule, compiled with LLVM.
@@ -59,30 +52,19 @@ class LLVMModule(Module):
     format = FORMAT
 
     def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
-        if not isinstance(mod, IRModule):
-            raise LoomTypeError(f"LLVMModule takes an IRModule, got {type(mod).__name__}")
+        prims = lowered_functions(mod, "LLVMModule")
         self.ir_module = mod
-        self.target = target if target is not None else mod.attrs.get("target", None) or Target("llvm")
+        self.target = module_target(mod, target, "llvm")
         #: The unoptimized ``llvmlite.ir.Module`` the code generator produced.
         self.llvm_ir = codegen_module(mod, self.target)
         #: The optimized, JIT-compiled module; owns the native code (kept alive with this Module).
         self.jit: JitModule = compile_module(self.llvm_ir, self.target)
-        super().__init__({name: f for name, f in mod.functions.items() if isinstance(f, PrimFunc)}, entry_name)
+        super().__init__(prims, entry_name)
 
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        native = _NATIVE(self.jit.address(str(func.attrs.get("global_symbol", name))))
-        slots = abi_vars(func)
-        words_t = ctypes.c_uint64 * max(1, len(slots))
-        c_char_p, byref = ctypes.c_char_p, ctypes.byref
-
         # The PackedFunc holding this runner references the Module, which owns the native code.
-        def run(call: BoundCall) -> None:
-            err = c_char_p()
-            if native(words_t(*pack_values(slots, call)), byref(err)):
-                raw = err.value
-                raise AssertionFailed(raw.decode("utf-8", "replace") if raw else "failed with no message", name)
-
-        return run
+        native = NATIVE_SIGNATURE(self.jit.address(str(func.attrs.get("global_symbol", name))))
+        return native_runner(native, func, name)
 
     def get_source(self, fmt: str = "") -> str:
         """``""`` or ``"ll"``: the optimized LLVM IR; ``"asm"``/``"s"``: host assembly; ``"ll-raw"``: as generated."""
