@@ -6,7 +6,7 @@ import sys
 from hypothesis import HealthCheck, settings
 
 # Test helper modules (ir_samples.py...) live beside the tests that use them.
-for sub in ("ir",):
+for sub in ("", "ir"):  # tests/programs.py, tests/ir/ir_samples.py
     path = os.path.join(os.path.dirname(__file__), sub)
     if path not in sys.path:
         sys.path.insert(0, path)

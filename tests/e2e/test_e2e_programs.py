@@ -8,6 +8,8 @@ import pytest
 
 import loom
 
+from programs import blocked_matmul, matmul
+
 M, N, K = 13, 17, 19
 
 
@@ -15,12 +17,8 @@ def _rand(shape, seed=0, dtype="float32"):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def _matmul(m=M, n=N, k=K):
-    A = loom.placeholder((m, k), name="A")
-    B = loom.placeholder((k, n), name="B")
-    r = loom.reduce_axis((0, k), name="k")
-    C = loom.compute((m, n), lambda i, j: loom.sum(A[i, r] * B[r, j], axis=r), name="C")
-    return A, B, C
+def _matmul():
+    return matmul(M, N, K)
 
 
 def _run_matmul(s, target, A, B, C):
@@ -38,15 +36,11 @@ def test_matmul_default(target):
 
 
 def test_matmul_blocked(target):
-    """The classic CPU schedule: tile, split k, reorder, vectorize, parallel, unroll."""
-    A, B, C = _matmul()
-    s = loom.create_schedule(C.op)
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 8)
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=4)
-    s[C].reorder(io, jo, ko, ii, ki, ji)
-    s[C].vectorize(ji)
+    """The classic CPU schedule: tile, split k, reorder, vectorize, parallel, and unroll k.inner."""
+    s, (A, B, C) = blocked_matmul(M, N, K)
+    ki = s[C].leaf_iter_vars[4]
+    assert ki.var.name == "k.inner"
     s[C].unroll(ki)
-    s[C].parallel(io)
     with loom.build_config(auto_unroll_max_step=16, partition_const_loop=True):
         _run_matmul(s, target, A, B, C)
 

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import loom
+
+from programs import blocked_matmul
 from loom.errors import LoomError, LoomTypeError, LoomValueError
 from loom.ir import stmt as S
 from loom.ir.function import IRModule, PrimFunc
@@ -30,14 +32,7 @@ def _saxpy_schedule(n=None):
 @pytest.mark.parametrize("openmp", [True, False])
 def test_blocked_matmul_matches_numpy(openmp: bool) -> None:
     m, n, k = 13, 17, 19
-    A = loom.placeholder((m, k), name="A")
-    B = loom.placeholder((k, n), name="B")
-    r = loom.reduce_axis((0, k), name="r")
-    C = loom.compute((m, n), lambda i, j: loom.sum(A[i, r] * B[r, j], axis=r), name="C")
-    s = loom.create_schedule(C.op)
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 8)
-    s[C].vectorize(ji)
-    s[C].parallel(io)
+    s, (A, B, C) = blocked_matmul(m, n, k)
     f = loom.build(s, [A, B, C], target=f"{FAST} -openmp={int(openmp)}")
     assert isinstance(f, CModule) and f.target.attrs["openmp"] is openmp
     assert ("#pragma omp parallel for" in f.get_source()) is openmp

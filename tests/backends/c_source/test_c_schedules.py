@@ -7,6 +7,8 @@ import pytest
 
 import loom
 
+from programs import blocked_matmul
+
 from c_helpers import check_against_interp, run_c
 
 RNG = np.random.default_rng(0)
@@ -36,17 +38,8 @@ def test_vector_add_split_vectorize_parallel(n: int, openmp: bool) -> None:
 
 def matmul_schedule() -> tuple:
     M, N, K = 13, 17, 19
-    A = loom.placeholder((M, K), name="A")
-    B = loom.placeholder((K, N), name="B")
-    k = loom.reduce_axis((0, K), name="k")
-    C = loom.compute((M, N), lambda i, j: loom.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = loom.create_schedule(C.op)
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 8)
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=4)
-    s[C].reorder(io, jo, ko, ii, ki, ji)
-    s[C].vectorize(ji)
-    s[C].parallel(io)
-    return s, [A, B, C], (M, N, K)
+    s, args = blocked_matmul(M, N, K)
+    return s, args, (M, N, K)
 
 
 @pytest.mark.parametrize("partition", [False, True])

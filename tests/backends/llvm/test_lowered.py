@@ -10,6 +10,7 @@ pytest.importorskip("llvmlite")
 import loom  # noqa: E402
 
 from llvm_programs import build  # noqa: E402
+from programs import blocked_matmul  # noqa: E402
 
 
 def _run(mod, name, *arrays):
@@ -39,17 +40,9 @@ def test_vector_add_split_vectorize_emits_vector_code():
 @pytest.mark.parametrize("partition", [False, True])
 def test_blocked_matmul(partition):
     M, N, K = 13, 17, 19
-    A, B = loom.placeholder((M, K), name="A"), loom.placeholder((K, N), name="B")
-    k = loom.reduce_axis((0, K), name="k")
-    C = loom.compute((M, N), lambda i, j: loom.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = loom.create_schedule(C.op)
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 8)
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=4)
-    s[C].reorder(io, jo, ko, ii, ki, ji)
-    s[C].vectorize(ji)
-    s[C].parallel(io)
+    s, args = blocked_matmul(M, N, K)
     with loom.build_config(partition_const_loop=partition):
-        mod = loom.lower(s, [A, B, C], name="matmul")
+        mod = loom.lower(s, args, name="matmul")
     a = np.random.default_rng(0).standard_normal((M, K)).astype("float32")
     b = np.random.default_rng(1).standard_normal((K, N)).astype("float32")
     c = np.zeros((M, N), "float32")

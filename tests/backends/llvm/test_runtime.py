@@ -15,13 +15,7 @@ from loom.runtime.arguments import ArgumentTypeError, ArgumentValueError  # noqa
 from loom.testing import AssertionFailed  # noqa: E402
 from loom_llvm import plugin  # noqa: E402
 from loom_llvm.runtime import LLVMModule  # noqa: E402
-
-
-def _matmul(M, N, K):
-    A, B = loom.placeholder((M, K), name="A"), loom.placeholder((K, N), name="B")
-    k = loom.reduce_axis((0, K), name="k")
-    C = loom.compute((M, N), lambda i, j: loom.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return A, B, C
+from programs import blocked_matmul  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +41,9 @@ def test_build_returns_llvm_module_with_entry(vadd):
 @pytest.mark.parametrize("partition", [False, True])
 def test_tiled_parallel_vectorized_matmul_matches_numpy(partition):
     M, N, K = 13, 17, 19
-    A, B, C = _matmul(M, N, K)
-    s = loom.create_schedule(C.op)
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 8)
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=4)
-    s[C].reorder(io, jo, ko, ii, ki, ji)
-    s[C].vectorize(ji)
-    s[C].parallel(io)
+    s, args = blocked_matmul(M, N, K)
     with loom.build_config(partition_const_loop=partition):
-        f = loom.build(s, [A, B, C], target="llvm", name="matmul")
+        f = loom.build(s, args, target="llvm", name="matmul")
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((M, K)).astype("float32"), rng.standard_normal((K, N)).astype("float32")
     c = np.full((M, N), np.nan, "float32")
