@@ -9,6 +9,7 @@ from . import ndarray
 from .arguments import ArgumentChecker, ArgumentError, ArgumentTypeError, ArgumentValueError, BoundCall
 from .interp_module import InterpModule
 from .module import Module, PackedFunc, ProfileResult, load_module, read_export
+from .native_library import LibraryModule, configured_num_threads
 from .ndarray import NDArray
 
 nd = ndarray
@@ -16,5 +17,5 @@ nd = ndarray
 __all__ = [
     "Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "InterpModule",
     "ArgumentChecker", "BoundCall", "ArgumentError", "ArgumentTypeError", "ArgumentValueError",
-    "NDArray", "ndarray", "nd",
+    "NDArray", "ndarray", "nd", "LibraryModule", "configured_num_threads",
 ]

@@ -336,6 +336,9 @@ def read_export(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
 def load_module(path: str | os.PathLike[str]) -> Module:
     """Load a module written by :meth:`Module.export_library` through the plugin for its format.
 
+    ``path`` is a Loom module file (JSON header and payload) or a shared library
+    that a native backend exported (see :mod:`loom.runtime.native_library`).
+
     >>> import loom, numpy as np, os, tempfile
     >>> from loom.ir import BufferStore, IRModule, PrimFunc
     >>> A = loom.decl_buffer((1,), "int32", name="A")
@@ -347,7 +350,9 @@ def load_module(path: str | os.PathLike[str]) -> Module:
     """
     from loom.plugins import get_plugin_manager  # lazy: the plugin manager imports loom
 
-    header, _ = read_export(path)
+    from .native_library import is_shared_library, read_library_metadata
+
+    header = read_library_metadata(path) if is_shared_library(path) else read_export(path)[0]
     fmt = header["format"]
     mod = get_plugin_manager().hook.loom_load_module(path=os.fspath(path), fmt=fmt)
     if mod is None:
