@@ -35,7 +35,7 @@ from ..ir import expr as E
 from ..ir.function import PrimFunc
 from .arguments import BoundCall
 
-__all__ = ["abi_vars", "pack_values", "native_runner", "NATIVE_SIGNATURE"]
+__all__ = ["abi_vars", "pack_values", "native_runner", "NativeRunner", "NATIVE_SIGNATURE"]
 
 
 def abi_vars(func: PrimFunc) -> list[E.Var]:
@@ -63,13 +63,14 @@ def _word(var: E.Var, value: Any) -> int:
 
 def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
     """The 64-bit words of one call, in slot order (pointers from ``call.pointers``)."""
-    binding = call.binding
+    seen, pointers, n = call._seen, call.pointers, len(call.pointers)
     words: list[int] = []
     for k, v in enumerate(func_vars):
-        if k < len(call.pointers) and call.pointers[k] is not None:
-            words.append(call.pointers[k])
+        if k < n and pointers[k] is not None:
+            words.append(pointers[k])
         else:
-            words.append(_word(v, binding[v] if v in binding else call.values[k]))
+            bound = seen.get(id(v))
+            words.append(_word(v, bound[0] if bound is not None else call.values[k]))
     return words
 
 
@@ -77,24 +78,44 @@ def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
 NATIVE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p))
 
 
-def native_runner(fn: Callable[..., int], func: PrimFunc, name: str) -> Callable[[BoundCall], None]:
+class NativeRunner:
     """The runner of one compiled function: pack the words, make one call, raise on failure.
 
     :param fn: the compiled function, callable as ``fn(words, byref(error)) -> int``
         (a :data:`NATIVE_SIGNATURE` pointer or a ctypes library function with those argtypes).
     :param func: the PrimFunc it was compiled from (its :func:`abi_vars` give the slots).
     :param name: the function name a failed assertion reports.
+
+    Calling it with a checked :class:`~loom.runtime.arguments.BoundCall` runs the
+    function; :meth:`invoke` runs it on words already packed, which is what the
+    per-call fast path (:mod:`loom.runtime.fast_path`) uses.
     """
-    from ..testing import AssertionFailed  # loom.testing imports the runtime: import on use
 
-    slots = abi_vars(func)
-    words_t = ctypes.c_uint64 * max(1, len(slots))
-    c_char_p, byref = ctypes.c_char_p, ctypes.byref
+    __slots__ = ("slots", "name", "_fn", "_words_t")
 
-    def run(call: BoundCall) -> None:
-        err = c_char_p()
-        if fn(words_t(*pack_values(slots, call)), byref(err)) != 0:
+    def __init__(self, fn: Callable[..., int], func: PrimFunc, name: str) -> None:
+        self.slots = abi_vars(func)
+        self.name = name
+        self._fn = fn
+        self._words_t = ctypes.c_uint64 * max(1, len(self.slots))
+
+    def __call__(self, call: BoundCall) -> None:
+        self.invoke(self.pack(call))
+
+    def pack(self, call: BoundCall) -> list[int]:
+        """The words of a checked call."""
+        return pack_values(self.slots, call)
+
+    def invoke(self, words: list[int]) -> None:
+        """Call the function on packed ``words``; raise AssertionFailed when it reports an error."""
+        err = ctypes.c_char_p()
+        if self._fn(self._words_t(*words), ctypes.byref(err)) != 0:
+            from ..testing import AssertionFailed  # loom.testing imports the runtime: import on use
+
             raw = err.value
-            raise AssertionFailed(raw.decode("utf-8", "replace") if raw else "failed with no message", name)
+            raise AssertionFailed(raw.decode("utf-8", "replace") if raw else "failed with no message", self.name)
 
-    return run
+
+def native_runner(fn: Callable[..., int], func: PrimFunc, name: str) -> NativeRunner:
+    """The :class:`NativeRunner` of ``fn`` compiled from ``func`` (what backends' ``_make_runner`` return)."""
+    return NativeRunner(fn, func, name)

@@ -193,6 +193,13 @@ class ArgumentChecker:
             else:
                 self._steps.append(self._scalar_step(k, p))
                 self._from_base.append(None)
+        #: Per parameter, the alignment its data pointer needs (None for scalars); None
+        #: altogether when a buffer binds an ``elem_offset`` (see loom.runtime.fast_path).
+        self.pointer_alignments: tuple[int | None, ...] | None = None
+        if not any(self._from_base):
+            self.pointer_alignments = tuple(
+                None if fb is None else self._alignment(func.buffer_map[p]) if p in func.buffer_map else 1
+                for p, fb in zip(func.params, self._from_base))
 
     def __repr__(self) -> str:
         return f"<ArgumentChecker {self.name}({', '.join(p.name for p in self.params)})>"
@@ -262,8 +269,7 @@ class ArgumentChecker:
         shape_text = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
         what = f"{self.name}: argument {k} ({p.name}: {buf.dtype} buffer {buf.name} of shape {shape_text})"
         npd, ndim = buf.dtype.numpy(), len(buf.shape)
-        align = buf.data_alignment if self.assumed_alignment is None else \
-            max(1, min(buf.data_alignment, self.assumed_alignment))
+        align = self._alignment(buf)
         shape = [self._entry(e, bindable, buf) for e in buf.shape]
         strides = [self._entry(e, bindable, buf) for e in buf.strides]
         offset = self._entry(buf.elem_offset, bindable, buf)
@@ -323,6 +329,11 @@ class ArgumentChecker:
             call.pointers[k] = ptr
 
         return step
+
+    def _alignment(self, buf: Any) -> int:
+        if self.assumed_alignment is None:
+            return max(1, buf.data_alignment)
+        return max(1, min(buf.data_alignment, self.assumed_alignment))
 
     def _entry(self, e: E.PrimExpr, bindable: set[int], buf: Any) -> tuple[Any, ...]:
         if isinstance(e, E.IntImm):

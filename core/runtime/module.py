@@ -28,6 +28,7 @@ from ..errors import LoomTypeError, LoomValueError, PluginError, SerializationEr
 from ..ir.function import IRModule, PrimFunc
 from ..target.devices import Device, cpu
 from .arguments import ArgumentChecker, BoundCall
+from .fast_path import FastPath
 
 __all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION",
            "lowered_functions", "module_target"]
@@ -46,20 +47,30 @@ class PackedFunc:
     parameters; results are written into the arrays, and the call returns None.
     """
 
-    __slots__ = ("name", "module", "_bind", "_run")
+    __slots__ = ("name", "module", "_bind", "_run", "_fast")
 
     def __init__(self, name: str, module: Module, checker: ArgumentChecker, run: Runner) -> None:
         self.name = name
         self.module = module
         self._bind = checker.bind
         self._run = run
+        # Native runners take packed words, so a layout checked once can skip the checker.
+        invoke = getattr(run, "invoke", None)
+        self._fast = FastPath(checker, invoke, run.pack) if invoke is not None and \
+            FastPath.applies_to(checker) else None
 
     def __call__(self, *args: Any) -> Any:
+        fast = self._fast
+        if fast is not None and fast(args):
+            return None
         call = self._bind(args)
         try:
-            return self._run(call)
+            result = self._run(call)
         finally:
             call.finish()
+        if fast is not None:
+            fast.learn(args, call)
+        return result
 
     def __repr__(self) -> str:
         return f"<loom.runtime.PackedFunc {self.name} of {self.module.type_key} module>"

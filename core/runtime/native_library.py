@@ -95,7 +95,7 @@ def library_metadata(module: Module, sources: Mapping[str, str], symbols: Mappin
         raise LoomValueError(f"library_metadata: no symbol given for functions {missing}")
     doc = {"loom_module": EXPORT_VERSION, "format": module.format, "entry": module.entry_name,
            "symbols": {n: str(symbols[n]) for n in sigs}, "signatures": save_json(IRModule(sigs)),
-           "sources": dict(sources)}
+           "sources": dict(sources), "assumed_alignment": module.assumed_alignment}
     return json.dumps(doc, sort_keys=True).encode("utf-8")
 
 
@@ -195,6 +195,9 @@ class LibraryModule(Module):
         self.format = meta["format"]  # type: ignore[misc]  # per instance: the exporter's format
         self._symbols: dict[str, str] = meta["symbols"]
         self._sources: dict[str, str] = dict(meta.get("sources") or {})
+        align = meta.get("assumed_alignment")
+        if isinstance(align, int) and align > 0:
+            self.assumed_alignment = align  # type: ignore[misc]  # what the exporter's code relies on
         mod = load_json(meta["signatures"])
         if not isinstance(mod, IRModule):
             raise SerializationError(f"{self.path!r}: the signatures are a {type(mod).__name__}, not an IRModule")

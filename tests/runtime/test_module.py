@@ -128,6 +128,9 @@ def test_export_and_load_in_a_fresh_process(tmp_path):
 def test_load_module_errors(tmp_path):
     bad = tmp_path / "bad.loom"
     bad.write_bytes(b"\x7fELF not a loom file")
+    with pytest.raises(loom.SerializationError, match="cannot load shared library"):
+        load_module(bad)
+    bad.write_bytes(b"PK\x03\x04 not a loom file")
     with pytest.raises(loom.SerializationError, match="is not a Loom module file"):
         load_module(bad)
     bad.write_text(json.dumps({"loom_module": 99, "format": "interp", "entry": "f"}) + "\n{}")

@@ -1,0 +1,115 @@
+"""The per-call fast path of native functions: skip re-checking a layout already checked.
+
+Calling a compiled kernel in a loop passes arrays of the same dtypes, shapes and
+strides every time; only the data pointers change.  After a call passes the full
+:class:`~loom.runtime.arguments.ArgumentChecker` (and needed no aligned copy),
+:meth:`FastPath.learn` records its *layout key* (per argument: dtype, shape and
+strides of an array, or type and value of a scalar) with the packed ABI words.
+The next call whose key matches reuses those words, filling in only the data
+pointers, each checked for alignment: the argument checks depend on nothing but
+the key and the pointers, so they hold by construction.  A miss (any other
+argument kind, a misaligned pointer, a new layout) takes the full check.
+
+The fast path serves functions whose buffers all have a zero ``elem_offset``
+(views into a base array bind an offset that the key does not capture).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .arguments import ArgumentChecker, BoundCall
+from .ndarray import NDArray
+
+__all__ = ["FastPath"]
+
+_CPU = 1
+_MEMO_LIMIT = 16
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _pointer(arr: np.ndarray) -> int:
+    # c_char.from_buffer is about twice as fast as arr.ctypes.data; it needs a writable, contiguous, non-empty array.
+    try:
+        return _addressof(_from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
+
+
+def _key_of(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.dtype, a.shape, a.strides))
+        elif t is NDArray:
+            if a._device.device_type != _CPU:
+                return None
+            d = a._data
+            key.append((NDArray, d.dtype, d.shape, d.strides))
+        elif t is int or t is bool:
+            key.append((t, a))
+        elif t is float:
+            key.append((t, a, math.copysign(1.0, a)))  # 0.0 == -0.0, but their words differ
+        else:
+            return None
+    return tuple(key)
+
+
+class FastPath:
+    """Memoized argument layouts of one native function (see module docstring).
+
+    :param checker: the function's argument checker.
+    :param invoke: runs the function on packed ABI words (``NativeRunner.invoke``).
+    :param pack: packs the words of a checked call (``pack_values`` over the slots).
+    """
+
+    __slots__ = ("_invoke", "_pack", "_aligns", "_memo")
+
+    def __init__(self, checker: ArgumentChecker, invoke: Callable[[list[int]], None],
+                 pack: Callable[[BoundCall], list[int]]) -> None:
+        self._invoke = invoke
+        self._pack = pack
+        #: (parameter index, required alignment) of every pointer parameter.
+        self._aligns = tuple((k, a) for k, a in enumerate(checker.pointer_alignments) if a is not None)
+        self._memo: dict[tuple[Any, ...], list[int]] = {}
+
+    @staticmethod
+    def applies_to(checker: ArgumentChecker) -> bool:
+        """Whether every buffer of the checked function has a zero ``elem_offset``."""
+        return checker.pointer_alignments is not None
+
+    def __call__(self, args: Sequence[Any]) -> bool:
+        """Run the call if its layout is known; False (nothing done) on a miss."""
+        key = _key_of(args)
+        template = self._memo.get(key) if key is not None else None
+        if template is None:
+            return False
+        words = list(template)
+        for k, align in self._aligns:
+            a = args[k]
+            ptr = a._ptr if type(a) is NDArray else _pointer(a)
+            if ptr % align:
+                return False
+            words[k] = ptr
+        self._invoke(words)
+        return True
+
+    def learn(self, args: Sequence[Any], call: BoundCall) -> None:
+        """Record the layout of a call that passed the full check, unless it needed aligned copies."""
+        key = _key_of(args)
+        if key is None:
+            return
+        for k, _ in self._aligns:
+            a = args[k]
+            if call.pointers[k] != (a._ptr if type(a) is NDArray else _pointer(a)):
+                return  # the checker substituted an aligned copy
+        if len(self._memo) >= _MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = self._pack(call)
+
