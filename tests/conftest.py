@@ -1,7 +1,10 @@
 """Shared test setup: hypothesis profiles and import paths for test helpers."""
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -14,3 +17,10 @@ for sub in ("", "ir"):  # tests/programs.py, tests/ir/ir_samples.py
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("LOOM_HYPOTHESIS_PROFILE", "default"))
+
+# Compiled kernels are cached on disk (loom.runtime.disk_cache): tests use a private folder, never the
+# user's cache. The xdist controller creates it before the workers start; they inherit the variable.
+if "LOOM_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="loom-test-cache-")
+    os.environ["LOOM_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)

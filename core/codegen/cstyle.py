@@ -10,9 +10,8 @@ Every function gets the native ABI of :mod:`loom.runtime.abi`::
 
     int32_t name(const uint64_t *args, const char **error)
 
-Vector values use GCC vector extensions; operations that C cannot express on
-whole vectors are rendered lane by lane inside a statement expression, which
-the C compiler vectorizes again.
+Vector values use GCC vector extensions; operations C cannot express on whole
+vectors are rendered lane by lane in a statement expression (re-vectorized by cc).
 
 >>> import loom
 >>> from loom.ir import BufferStore, PrimFunc
@@ -33,7 +32,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DataType
 from ..ir.function import IRModule, PrimFunc
 from ..ir.op import Op
-from ..runtime.abi import abi_vars
+from ..runtime.abi import NATIVE_ALIGNMENT, abi_vars
 from .cstyle_ops import BASE_CODE_FOR_OP, PREAMBLE, CodegenError, Template, sanitize
 
 __all__ = ["CStyleRenderer", "CodegenError", "sanitize"]
@@ -42,7 +41,7 @@ __all__ = ["CStyleRenderer", "CodegenError", "sanitize"]
 class CStyleRenderer:
     """Renders lowered PrimFuncs as C-like source (one ABI function per PrimFunc).
 
-    :param openmp: parallel loops get ``#pragma omp parallel for``.
+    :param openmp: parallel loops get ``#pragma omp parallel for`` (:attr:`parallel_pragma`).
 
     Subclasses change the tables and knobs below, or override
     :meth:`render_function` and :meth:`render_thread_extent`.
@@ -61,11 +60,15 @@ class CStyleRenderer:
     kernel_prefix: ClassVar[str] = ""
     restrict_keyword: ClassVar[str] = "restrict"
     barrier: ClassVar[str] = ""
+    param_alignment: ClassVar[int] = NATIVE_ALIGNMENT  # the most argument pointers are assumed aligned to
     #: Thread tag -> C expression; tags not listed run as serial loops.
     thread_idx: ClassVar[dict[str, str]] = {}
     #: Constant allocations up to this many bytes live on the stack.
     stack_limit: ClassVar[int] = 16384
     preamble: ClassVar[str] = PREAMBLE
+    #: With ``openmp``: the pragma of an outermost parallel loop, and what the file needs for it.
+    parallel_pragma: ClassVar[str] = "#pragma omp parallel for schedule(static)"
+    parallel_preamble: ClassVar[str] = ""
     indent_unit: ClassVar[str] = "  "
 
     def __init__(self, openmp: bool = False) -> None:
@@ -88,7 +91,8 @@ class CStyleRenderer:
             if clash != fname:
                 raise CodegenError(f"functions {clash!r} and {fname!r} both become the C symbol {self.symbol(fname)!r}")
             body += [*self.render_function(fname, func), ""]
-        head = [self.preamble.rstrip("\n"), *sorted(self.typedefs.values()), *sorted(self.externs.values())]
+        head = [self.preamble.rstrip("\n"), self.parallel_preamble.rstrip("\n") if self.openmp else "",
+                *sorted(self.typedefs.values()), *sorted(self.externs.values())]
         return "\n".join([line for line in head if line] + [""] + body)
 
     def symbol(self, name: str) -> str:
@@ -117,8 +121,8 @@ class CStyleRenderer:
                 self._elem[id(buf.data)] = buf.dtype
                 ct = self.type_name(buf.dtype)
                 ptr = f"(void *)(uintptr_t)args[{k}]"
-                if buf.data_alignment > 1:
-                    ptr = f"__builtin_assume_aligned({ptr}, {buf.data_alignment})"
+                if (align := min(buf.data_alignment, self.param_alignment)) > 1:
+                    ptr = f"__builtin_assume_aligned({ptr}, {align})"
                 self.emit(f"{ct} *{restrict}{c} = ({ct} *){ptr};")
             elif v.dtype.is_handle:
                 self.emit(f"void *{self.name(v)} = (void *)(uintptr_t)args[{k}];")
@@ -411,7 +415,7 @@ class CStyleRenderer:
             self.emit("/* serial: the body may return an error, which OpenMP loops cannot */")
             parallel = False
         if parallel:
-            self.emit("#pragma omp parallel for schedule(static)")
+            self.emit(self.parallel_pragma)
         elif s.kind == S.ForKind.UNROLLED:
             self.emit(f"#pragma GCC unroll {min(s.extent.value, 65534)}" if isinstance(s.extent, E.IntImm)
                       else "#pragma GCC unroll 8")

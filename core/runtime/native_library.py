@@ -29,6 +29,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import weakref
 from typing import Any, Mapping, Sequence
 
 from ..errors import LoomError, LoomValueError, SerializationError
@@ -40,7 +41,7 @@ from .module import EXPORT_VERSION, Module, Runner
 
 __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "configured_num_threads",
            "library_metadata", "link_shared_library", "is_shared_library", "read_library_metadata",
-           "set_library_threads"]
+           "set_library_threads", "bind_thread_knob"]
 
 METADATA_SYMBOL = "loom_module_metadata"
 THREADS_SYMBOL = "loom_num_threads"
@@ -78,6 +79,42 @@ def set_library_threads(address: int, count: int | None = None) -> None:
     ctypes.c_int32.from_address(address).value = configured_num_threads() if count is None else int(count)
 
 
+#: The thread knobs of live native modules, by module.
+_KNOBS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_forked_after_openmp = False
+
+
+def bind_thread_knob(owner: Any, address: int) -> None:
+    """Set ``owner``'s ``loom_num_threads`` (at ``address``) and keep it safe across ``fork()``.
+
+    libgomp's thread pool does not survive ``fork()``: in a child, a region of more
+    than one thread waits forever for the parent's workers.  So in a process
+    forked after OpenMP was loaded, every live knob (and every later one) is 1.
+    """
+    set_library_threads(address, 1 if _forked_after_openmp else None)
+    _KNOBS[owner] = address
+
+
+def _openmp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            return "libgomp" in fh.read()
+    except OSError:
+        return True  # cannot tell: stay safe
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_openmp
+    if _KNOBS and _openmp_loaded():
+        _forked_after_openmp = True
+        for address in list(_KNOBS.values()):
+            set_library_threads(address, 1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _signature_only(func: PrimFunc) -> PrimFunc:
     # The checker needs params, buffer_map and attrs; the body would only bloat the library.
     return PrimFunc(func.params, no_op(), func.ret_type, func.buffer_map, func.attrs)
@@ -95,7 +132,8 @@ def library_metadata(module: Module, sources: Mapping[str, str], symbols: Mappin
         raise LoomValueError(f"library_metadata: no symbol given for functions {missing}")
     doc = {"loom_module": EXPORT_VERSION, "format": module.format, "entry": module.entry_name,
            "symbols": {n: str(symbols[n]) for n in sigs}, "signatures": save_json(IRModule(sigs)),
-           "sources": dict(sources), "assumed_alignment": module.assumed_alignment}
+           "sources": dict(sources), "default_source": next(iter(sources), ""),
+           "assumed_alignment": module.assumed_alignment}
     return json.dumps(doc, sort_keys=True).encode("utf-8")
 
 
@@ -195,6 +233,7 @@ class LibraryModule(Module):
         self.format = meta["format"]  # type: ignore[misc]  # per instance: the exporter's format
         self._symbols: dict[str, str] = meta["symbols"]
         self._sources: dict[str, str] = dict(meta.get("sources") or {})
+        self._default_source = str(meta.get("default_source") or "")
         align = meta.get("assumed_alignment")
         if isinstance(align, int) and align > 0:
             self.assumed_alignment = align  # type: ignore[misc]  # what the exporter's code relies on
@@ -206,7 +245,7 @@ class LibraryModule(Module):
         except ValueError:
             threads = None  # a library without parallel regions may omit the knob
         if threads is not None:
-            set_library_threads(ctypes.addressof(threads))
+            bind_thread_knob(self, ctypes.addressof(threads))
         entry = meta["entry"] or None
         super().__init__(dict(mod.functions), entry if entry in mod.functions else None)
 
@@ -225,7 +264,7 @@ class LibraryModule(Module):
         if not self._sources:
             return super().get_source(fmt)
         if fmt == "":
-            return next(iter(self._sources.values()))
+            fmt = self._default_source if self._default_source in self._sources else next(iter(self._sources))
         if fmt not in self._sources:
             raise LoomValueError(f"this {self.format} library embeds sources {sorted(self._sources)}; got {fmt!r}")
         return self._sources[fmt]

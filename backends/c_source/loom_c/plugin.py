@@ -32,3 +32,13 @@ def loom_codegen(mod: Any, target: Any) -> Any:
     from .runtime import CModule
 
     return CModule(mod, target)
+
+
+@hookimpl
+def loom_load_module(path: str, fmt: str) -> Any:
+    """Load a shared library exported by a ``c`` module (None for other formats)."""
+    if fmt != "c":
+        return None
+    from loom.runtime.native_library import LibraryModule
+
+    return LibraryModule(path)

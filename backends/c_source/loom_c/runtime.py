@@ -10,6 +10,12 @@ then packs one ``uint64`` word per ABI slot (:mod:`loom.runtime.abi`) and makes
 one foreign call.  A failing ``AssertStmt`` raises
 :class:`loom.testing.AssertionFailed`, as on the interpreter.
 
+Parallel loops run on ``LOOM_NUM_THREADS`` threads (read when the module is
+loaded; unset or 0: OpenMP's default).  ``export_library(path)`` writes a plain
+shared library with the module's metadata embedded
+(:mod:`loom.runtime.native_library`); :func:`loom.runtime.load_module` reads it
+back in any process.
+
 >>> import numpy as np, loom
 >>> A = loom.placeholder((4,), "float32", name="A")
 >>> B = loom.compute((4,), lambda i: A[i] * 2.0, name="B")
@@ -20,13 +26,18 @@ array([0., 2., 4., 6.], dtype=float32)
 
 from __future__ import annotations
 
+import ctypes
+import os
+import tempfile
+
 from loom.errors import LoomValueError
 from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import native_runner
+from loom.runtime.abi import NATIVE_ALIGNMENT, native_runner
 from loom.runtime.module import Module, Runner, lowered_functions, module_target
+from loom.runtime.native_library import THREADS_SYMBOL, library_metadata, link_shared_library, bind_thread_knob
 from loom.target import Target
 
-from .cc import SharedLibrary, compile_source
+from .cc import SharedLibrary, c_flags, compile_source
 from .codegen import CSource, generate
 
 __all__ = ["CModule"]
@@ -43,6 +54,7 @@ class CModule(Module):
     """
 
     format = "c"
+    assumed_alignment = NATIVE_ALIGNMENT
 
     def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
         prims = lowered_functions(mod, "CModule")
@@ -53,6 +65,8 @@ class CModule(Module):
         self._source: CSource = generate(mod, openmp=openmp)
         self._library: SharedLibrary = compile_source(self._source.text, compiler=target.attrs["compiler"],
                                                       flags=target.attrs["flags"], openmp=openmp)
+        # A cached library loaded twice is one handle, so the last module loaded sets its knob.
+        bind_thread_knob(self, ctypes.addressof(ctypes.c_int32.in_dll(self._library.cdll, THREADS_SYMBOL)))
         super().__init__(prims, entry_name)
 
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:
@@ -68,3 +82,18 @@ class CModule(Module):
     def library_path(self) -> str:
         """The path of the loaded shared library (valid while this module lives)."""
         return self._library.path
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Compile the module, metadata included, into the shared library ``path`` (for ``load_module``).
+
+        The target's compiler and flags build it, as they built this module.
+        """
+        attrs = self.target.attrs
+        metadata = library_metadata(self, sources={"c": self._source.text},
+                                    symbols={n: self._source.symbols[n] for n in self.function_names})
+        with tempfile.TemporaryDirectory(prefix="loom_c_export_") as work:
+            src = os.path.join(work, "module.c")
+            with open(src, "w", encoding="utf-8") as fh:
+                fh.write(self._source.text)
+            link_shared_library(path, [src], metadata, compiler=attrs["compiler"], flags=c_flags(attrs["flags"]),
+                                openmp=bool(attrs["openmp"]))

@@ -8,10 +8,12 @@ becomes two LLVM functions:
   :mod:`loom.runtime.abi`: it unpacks one 64-bit word per ABI slot and calls
 * ``internal i32 @name.compute(<typed params>, i8** error)``, always inlined,
   whose buffer pointers carry ``noalias`` (when ``attrs["tir.noalias"]``) and
-  ``align`` (each buffer's ``data_alignment``): the inliner keeps those facts
+  ``align`` (each buffer's ``data_alignment``, capped at ``NATIVE_ALIGNMENT``): the inliner keeps those facts
   as alias scopes, which is what lets LLVM vectorize and reorder loads.
 
-Parallel loops run serially for now (see :mod:`.codegen_stmt`).
+An outermost ``parallel`` loop becomes an OpenMP parallel region (see
+:mod:`.parallel`); every module defines ``i32 @loom_num_threads``, the thread
+count those regions ask for (0: one per core), which the runtime sets.
 
 >>> import loom
 >>> from loom.ir import BufferStore, IRModule, PrimFunc
@@ -31,10 +33,11 @@ from llvmlite import ir
 from loom.errors import LoomError, LoomTypeError
 from loom.ir.dtype import DataType
 from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import abi_vars
+from loom.runtime.abi import NATIVE_ALIGNMENT, abi_vars
 
 from .codegen_expr import I64, PTR, llvm_type
 from .codegen_stmt import StmtEmitter
+from .parallel import thread_count_global
 
 __all__ = ["codegen_module", "codegen_function"]
 
@@ -62,7 +65,9 @@ class FunctionCodegen(StmtEmitter):
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
         fn.attributes.add("nounwind")
-        aligns = {id(b.data): b.data_alignment for b in self.func.buffer_map.values()}
+        # Argument pointers are only as aligned as the runtime guarantees (loom.runtime.abi).
+        aligns = {id(b.data): max(1, min(b.data_alignment, NATIVE_ALIGNMENT)) for b in self.func.buffer_map.values()}
+        self.param_alignments.update(aligns)
         for arg, var in zip(fn.args, slots):
             arg.name = var.name
             if var.dtype.is_handle:
@@ -70,6 +75,7 @@ class FunctionCodegen(StmtEmitter):
                     arg.add_attribute("noalias")
                 if id(var) in aligns:
                     arg.attributes.align = aligns[id(var)]
+                self.pointer_facts[id(var)] = (noalias, aligns.get(id(var), 1))
             self.values[id(var)] = arg
         fn.args[-1].name = "error"
         self.error_ptr = fn.args[-1]
@@ -137,6 +143,7 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
         raise LoomTypeError(f"codegen_module takes an IRModule, got {type(mod).__name__}")
     out = ir.Module(name=str(mod.attrs.get("name", "loom_module")) if hasattr(mod, "attrs") else "loom_module")
     out.triple = _triple(target)
+    thread_count_global(out)
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise LoomTypeError(f"the llvm backend compiles PrimFuncs; {name} is a {type(func).__name__}")

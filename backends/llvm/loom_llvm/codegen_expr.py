@@ -68,6 +68,12 @@ class ExprEmitter:
     def __init__(self) -> None:
         self.analyzer = Analyzer()
         self._strings: dict[str, ir.Value] = {}
+        #: The alignment of argument buffers' data, by ``id`` of the data Var (others: ``data_alignment``).
+        self.param_alignments: dict[int, int] = {}
+
+    def alignment_of(self, buf: Buffer) -> int:
+        """The alignment ``buf``'s data pointer is known to have."""
+        return self.param_alignments.get(id(buf.data), buf.data_alignment)
 
     # -- helpers -------------------------------------------------------------
     def llvm_type(self, t: DataType) -> ir.Type:
@@ -324,7 +330,7 @@ class ExprEmitter:
             if idx.dtype.lanes == 1:
                 i = self.broadcast(i, lanes)
             acc = self.builder.add(acc, self.builder.mul(i, self.broadcast(self._i64(stride), lanes)))
-        return "lanes", acc, min(elem_bytes, buf.data_alignment)
+        return "lanes", acc, min(elem_bytes, self.alignment_of(buf))
 
     def _alignment(self, buf: Buffer, indices: Sequence[E.PrimExpr], elem_bytes: int) -> int:
         """The largest power of two the byte offset of ``indices`` provably is a multiple of."""
@@ -335,8 +341,8 @@ class ExprEmitter:
             return elem_bytes
         g = math.gcd(coeff, base) * elem_bytes
         if g == 0:
-            return buf.data_alignment
-        return max(1, min(buf.data_alignment, g & -g))
+            return self.alignment_of(buf)
+        return max(1, min(self.alignment_of(buf), g & -g))
 
     def _element_pointer(self, buf: Buffer, offset: ir.Value, elem: ir.Type, access: ir.Type | None = None) -> ir.Value:
         """A pointer to element ``offset`` of ``buf``, typed for an ``access`` (default: one element)."""

@@ -1,7 +1,7 @@
 """Statements to LLVM IR: loops, branches, allocations, asserts and stores.
 
-Every loop kind compiles to one sequential loop: ``parallel`` loops run serially
-on the calling thread for now (real threads come with the runtime work),
+An outermost ``parallel`` loop runs on a thread team (:mod:`.parallel` outlines
+it); ``parallel`` loops inside one run serially, as do loops of the other kinds:
 ``vectorized`` loops that the pipeline did not turn into vector code are plain
 loops for LLVM's vectorizer, ``unrolled`` loops are left to LLVM's unroller, and
 ``thread_binding`` loops run their threads one after another.
@@ -26,14 +26,21 @@ _HEAP_ALIGNMENT = 64
 
 
 class StmtEmitter(ExprEmitter):
-    """Emits statements; a failed assert stores its message into ``self.error_ptr`` and returns -1."""
+    """Emits statements; a failed assert stores its message into ``self.error_ptr`` and returns -1.
+
+    ``pointer_facts`` maps ``id(Var)`` of a pointer known to the function to
+    ``(noalias, align)``, which code outlined from it (parallel bodies) re-declares.
+    """
 
     entry_block: ir.Block
     error_ptr: ir.Value
+    #: True while emitting the body of a parallel region: nested parallel loops run serially.
+    in_parallel = False
 
     def __init__(self) -> None:
         super().__init__()
         self._heap: list[ir.Value] = []  # live heap allocations, freed on every exit
+        self.pointer_facts: dict[int, tuple[bool, int]] = {}
 
     def stmt(self, s: S.Stmt) -> None:
         rule = getattr(self, f"_s_{type(s).__name__}", None)
@@ -69,10 +76,14 @@ class StmtEmitter(ExprEmitter):
         b.cbranch(cond, ok, fail)
         b.position_at_end(fail)
         msg = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
-        b.store(self.string(msg), self.error_ptr)
+        self.set_error(self.string(msg))
         self.return_code(-1)
         b.position_at_end(ok)
         self.stmt(s.body)
+
+    def set_error(self, message: ir.Value) -> None:
+        """Store the ``i8*`` ``message`` where the caller reads the error."""
+        self.builder.store(message, self.error_ptr)
 
     def return_code(self, code: int) -> None:
         """Free the live heap allocations and return ``code``."""
@@ -108,23 +119,32 @@ class StmtEmitter(ExprEmitter):
         b.position_at_end(end)
 
     def _s_For(self, s: S.For) -> None:
-        b = self.builder
-        t = s.loop_var.dtype
+        if s.kind is S.ForKind.PARALLEL and not self.in_parallel:
+            from .parallel import emit_parallel_for  # parallel.py builds on this module
+
+            emit_parallel_for(self, s)
+            return
         lo = self.expr(s.min)
-        hi = b.add(lo, self.expr(s.extent), name=f"{s.loop_var.name}.end")
+        hi = self.builder.add(lo, self.expr(s.extent), name=f"{s.loop_var.name}.end")
+        self.loop(s.loop_var, lo, hi, s.body)
+
+    def loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: S.Stmt) -> None:
+        """``for var in [lo, hi): body`` as a sequential loop."""
+        b = self.builder
+        t = var.dtype
         pre = b.block
-        name = s.loop_var.name
-        head, body, end = (b.append_basic_block(f"{name}.{n}") for n in ("head", "body", "end"))
+        name = var.name
+        head, block, end = (b.append_basic_block(f"{name}.{n}") for n in ("head", "body", "end"))
         b.branch(head)
         b.position_at_end(head)
         i = b.phi(llvm_type(t), name=name)
         i.add_incoming(lo, pre)
         cmp = b.icmp_signed("<", i, hi) if t.is_int else b.icmp_unsigned("<", i, hi)
-        b.cbranch(cmp, body, end)
-        b.position_at_end(body)
-        self.values[id(s.loop_var)] = i
-        self.stmt(s.body)
-        del self.values[id(s.loop_var)]
+        b.cbranch(cmp, block, end)
+        b.position_at_end(block)
+        self.values[id(var)] = i
+        self.stmt(body)
+        del self.values[id(var)]
         nxt = b.add(i, ir.Constant(i.type, 1), name=f"{name}.next")
         i.add_incoming(nxt, b.block)
         b.branch(head)
@@ -144,9 +164,7 @@ class StmtEmitter(ExprEmitter):
                 b.position_at_start(self.entry_block)
                 ptr = b.alloca(elem, size=ir.Constant(I64, max(1, count * s.dtype.lanes)), name=s.buffer_var.name)
                 ptr.align = _HEAP_ALIGNMENT
-            self.values[id(s.buffer_var)] = ptr
-            self.stmt(s.body)
-            del self.values[id(s.buffer_var)]
+            self._bind_allocation(s, ptr)
             return
         size = ir.Constant(I64, elem_bytes)
         for x in s.extents:
@@ -155,9 +173,14 @@ class StmtEmitter(ExprEmitter):
         size = b.and_(b.add(size, ir.Constant(I64, _HEAP_ALIGNMENT)), ir.Constant(I64, -_HEAP_ALIGNMENT))
         alloc = self.extern("aligned_alloc", PTR, [I64, I64])
         ptr = b.call(alloc, [ir.Constant(I64, _HEAP_ALIGNMENT), size], name=s.buffer_var.name)
-        self.values[id(s.buffer_var)] = ptr
         self._heap.append(ptr)
-        self.stmt(s.body)
+        self._bind_allocation(s, ptr)
         self._heap.pop()
-        del self.values[id(s.buffer_var)]
         b.call(self.extern("free", ir.VoidType(), [PTR]), [ptr])
+
+    def _bind_allocation(self, s: S.Allocate, ptr: ir.Value) -> None:
+        # Fresh memory aliases nothing else the function can name.
+        key = id(s.buffer_var)
+        self.values[key], self.pointer_facts[key] = ptr, (True, _HEAP_ALIGNMENT)
+        self.stmt(s.body)
+        del self.values[key], self.pointer_facts[key]

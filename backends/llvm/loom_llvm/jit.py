@@ -18,6 +18,7 @@ defaulting to the host), and returns a :class:`JitModule` whose
 
 from __future__ import annotations
 
+import ctypes.util
 import functools
 from typing import Any
 
@@ -26,7 +27,11 @@ from llvmlite import ir
 
 from loom.errors import LoomError
 
-__all__ = ["compile_module", "parse", "JitModule", "target_machine"]
+__all__ = ["compile_module", "parse", "JitModule", "target_machine", "load_openmp", "openmp_loaded",
+           "OPENMP_LIBRARIES"]
+
+#: Shared libraries that provide libgomp's ``GOMP_parallel`` (LLVM's libomp and Intel's implement it too).
+OPENMP_LIBRARIES = ("libgomp.so.1", "libgomp.so", "libomp.so", "libiomp5.so")
 
 
 @functools.cache
@@ -41,8 +46,12 @@ def _attr(target: Any, key: str, default: Any) -> Any:
     return default if value in (None, "", ()) else value
 
 
-def target_machine(target: Any = None) -> llvm.TargetMachine:
-    """A TargetMachine for the target's triple, CPU and features (the host's where unset)."""
+def target_machine(target: Any = None, jit: bool = True) -> llvm.TargetMachine:
+    """A TargetMachine for the target's triple, CPU and features (the host's where unset).
+
+    ``jit=False`` gives one for object files that go into a shared library
+    (position-independent code, the default code model).
+    """
     _initialize()
     triple = _attr(target, "mtriple", llvm.get_process_triple())
     cpu = _attr(target, "mcpu", llvm.get_host_cpu_name())
@@ -51,8 +60,42 @@ def target_machine(target: Any = None) -> llvm.TargetMachine:
         mattr = llvm.get_host_cpu_features().flatten() if cpu == llvm.get_host_cpu_name() else ""
     features = mattr if isinstance(mattr, str) else ",".join(mattr)
     opt = int(_attr(target, "opt_level", 3))
+    kind = {"codemodel": "jitdefault", "jit": True} if jit else {"codemodel": "default", "reloc": "pic"}
     return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=min(opt, 3),
-                                                                 codemodel="jitdefault", jit=True)
+                                                                 **kind)
+
+
+@functools.cache
+def load_openmp() -> str:
+    """Make the OpenMP runtime's symbols visible to the JIT (once); returns the library loaded.
+
+    Raises a LoomError naming the libraries tried when none can be loaded.
+    """
+    found = ctypes.util.find_library("gomp")
+    tried = [*OPENMP_LIBRARIES, *([found] if found else [])]
+    for name in tried:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            continue
+        return name
+    raise LoomError("parallel loops need an OpenMP runtime providing GOMP_parallel, and none of "
+                    f"{tried} can be loaded; install libgomp (e.g. `apt-get install libgomp1`) "
+                    "or build without .parallel() in the schedule")
+
+
+def openmp_loaded() -> bool:
+    """Whether :func:`load_openmp` has loaded the OpenMP runtime into this process."""
+    return load_openmp.cache_info().currsize > 0
+
+
+def _check_externals(ref: llvm.ModuleRef) -> None:
+    # MCJIT links a symbol it cannot resolve to nothing callable: the first call would crash the process.
+    missing = [f.name for f in ref.functions
+               if f.is_declaration and not f.name.startswith("llvm.") and not llvm.address_of_symbol(f.name)]
+    if missing:
+        raise LoomError(f"the generated code calls functions this process does not define: {sorted(missing)}; "
+                        "load the library that defines them first (e.g. llvmlite.binding.load_library_permanently)")
 
 
 def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
@@ -73,6 +116,13 @@ class JitModule:
         self.target_machine = tm
         self.engine = llvm.create_mcjit_compiler(llvm_module, tm)
         self.engine.finalize_object()
+
+    def global_address(self, name: str) -> int:
+        """The address of global variable ``name``; a LoomError when the module has none."""
+        addr = self.engine.get_global_value_address(name)
+        if not addr:
+            raise LoomError(f"the compiled module has no global {name!r}")
+        return addr
 
     def address(self, name: str) -> int:
         """The address of function ``name``; a LoomError when the module has none."""
@@ -102,12 +152,18 @@ def parse(module: ir.Module | str) -> llvm.ModuleRef:
 
 
 def compile_module(module: ir.Module | str, target: Any = None) -> JitModule:
-    """Verify, optimize (``opt_level``, default 3) and JIT-compile ``module`` for ``target`` (default: host)."""
+    """Verify, optimize (``opt_level``, default 3) and JIT-compile ``module`` for ``target`` (default: host).
+
+    A module calling the OpenMP runtime (parallel loops) loads it first (:func:`load_openmp`).
+    """
     ref = parse(module)
+    if any(f.is_declaration and (f.name.startswith("GOMP_") or f.name.startswith("omp_")) for f in ref.functions):
+        load_openmp()
     tm = target_machine(target)
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
     level = int(_attr(target, "opt_level", 3))
     if level > 0:
         _optimize(ref, tm, min(level, 3))
+    _check_externals(ref)
     return JitModule(ref, tm)

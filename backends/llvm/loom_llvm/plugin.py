@@ -39,8 +39,11 @@ def _num_cores() -> int:
 
 def host_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults for the attributes not in ``given``, taken from the host when it is the target."""
-    triple, cpu, features = host_cpu()
     out: dict[str, Any] = {"num_cores": _num_cores()}
+    if all(k in given for k in ("mtriple", "mcpu", "mattr")):
+        # A complete target (e.g. read back from an exported library): no need to ask LLVM.
+        return {k: v for k, v in out.items() if k not in given}
+    triple, cpu, features = host_cpu()
     if given.get("mtriple", triple) == triple:  # otherwise cross compiling: the host is irrelevant
         out["mtriple"] = triple
         out["mcpu"] = cpu
@@ -77,3 +80,13 @@ def loom_codegen(mod: Any, target: Any) -> Any:
     from .runtime import LLVMModule
 
     return LLVMModule(mod, target)
+
+
+@hookimpl
+def loom_load_module(path: str, fmt: str) -> Any:
+    """Load a shared library exported by an :class:`~loom_llvm.runtime.LLVMModule`."""
+    if fmt != "llvm":
+        return None
+    from loom.runtime.native_library import LibraryModule
+
+    return LibraryModule(path)

@@ -33,22 +33,27 @@ def test_golden_saxpy() -> None:
     body = lines(text[text.index("int32_t saxpy("):])
     assert body[:9] == [
         "int32_t saxpy(const uint64_t *args, const char **error) {",
-        "float * restrict A = (float *)__builtin_assume_aligned((void *)(uintptr_t)args[0], 64);",
-        "float * restrict B = (float *)__builtin_assume_aligned((void *)(uintptr_t)args[1], 64);",
+        "float * restrict A = (float *)__builtin_assume_aligned((void *)(uintptr_t)args[0], 16);",
+        "float * restrict B = (float *)__builtin_assume_aligned((void *)(uintptr_t)args[1], 16);",
         "const float alpha = (float)loom_f64_of_bits(args[2]);",
         "const int32_t n = (int32_t)args[3];",
         "(void)error;",
-        "#pragma omp parallel for schedule(static)",
+        "#pragma omp parallel for schedule(static) num_threads(loom_thread_count())",
         "for (int32_t i = 0; i < n; ++i) {",
         "B[i] = ((alpha * A[i]) + B[i]);",
     ]
     assert body[9:] == ["}", "return 0;", "}"]
+    head = lines(text[:text.index("int32_t saxpy(")])
+    assert '__attribute__((visibility("default"))) int32_t loom_num_threads = 0;' in head
+    assert ("static inline int loom_thread_count(void) { return loom_num_threads > 0 ? loom_num_threads : "
+            "omp_get_max_threads(); }") in head
 
 
 def test_golden_without_openmp_or_noalias() -> None:
     text = generate(saxpy(noalias=False), openmp=False, name="saxpy").text
-    assert "#pragma omp" not in text and "restrict" not in text
-    assert "float *A = (float *)__builtin_assume_aligned((void *)(uintptr_t)args[0], 64);" in lines(text)
+    assert "#pragma omp" not in text and "restrict" not in text and "omp_get_max_threads" not in text
+    assert '__attribute__((visibility("default"))) int32_t loom_num_threads = 0;' in lines(text)
+    assert "float *A = (float *)__builtin_assume_aligned((void *)(uintptr_t)args[0], 16);" in lines(text)
 
 
 def test_golden_vector_and_assert_lines() -> None:
@@ -138,3 +143,13 @@ def test_symbol_clashes_are_reported() -> None:
     f = saxpy()
     with pytest.raises(CodegenError, match="both become the C symbol 'a_b'"):
         generate(loom.ir.IRModule({"a.b": f, "a-b": f}))
+
+
+@pytest.mark.parametrize("name", ["loom_c.cc", "loom_c.codegen", "loom_c.runtime"])
+def test_docstring_examples(name: str, tmp_path, monkeypatch) -> None:
+    import doctest
+    import importlib
+
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path))
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -29,3 +29,20 @@ def build(mod_or_func, name="f"):
         return rc, (err.value.decode() if err.value else None)
     run.jit = jit
     return run
+
+
+def run_python(code: str, *args: str, env: dict | None = None, timeout: float = 120) -> str:
+    """Run ``code`` in a fresh interpreter (``sys.argv[1:]`` = ``args``); return its stdout.
+
+    For what could crash the process, and for what needs a process of its own.
+    Fails the test with the child's output when it exits non-zero.
+    """
+    import os
+    import subprocess
+    import sys
+
+    full_env = {**os.environ, **(env or {})}
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, check=False)
+    assert done.returncode == 0, f"child exited with {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout

@@ -165,7 +165,7 @@ def test_golden_ir_of_a_tiny_function():
     f = _prim([A.data], BufferStore(A, A[0] * 2.0, [1]), [A], name="tiny").with_attr("tir.noalias", True)
     text = str(codegen_module(IRModule({"tiny": f}), None))
     for line in ['define i32 @"tiny"(i64* %"args", i8** %"error")',
-                 'define internal i32 @"tiny.compute"(i8* noalias align 64 %"A", i8** %"error") alwaysinline',
+                 'define internal i32 @"tiny.compute"(i8* noalias align 16 %"A", i8** %"error") alwaysinline',
                  '%"A" = inttoptr i64 %"A.word" to i8*',
                  "load float, float* ", "fmul float ", "ret i32 0"]:
         assert line in text, line

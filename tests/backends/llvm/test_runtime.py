@@ -147,3 +147,17 @@ def test_plugin_codegen_answers_only_for_llvm():
 def test_rejects_non_irmodule():
     with pytest.raises(loom.LoomError, match="IRModule"):
         LLVMModule(_guarded())
+
+
+def test_call_of_an_undefined_function_is_an_error_not_a_crash():
+    """MCJIT links an unknown symbol to nothing callable (a crash on the first call); the build reports it."""
+    from llvm_programs import run_python
+
+    code = ("import loom\n"
+            "A = loom.placeholder((4,), 'int32', name='A')\n"
+            "B = loom.compute((4,), lambda i: loom.call_extern('int32', 'loom_no_such_fn') + A[i], name='B')\n"
+            "try:\n"
+            "    loom.build(loom.create_schedule(B.op), [A, B], target='llvm')\n"
+            "except loom.LoomError as err:\n"
+            "    print(err)\n")
+    assert "does not define: ['loom_no_such_fn']" in run_python(code)
