@@ -1,13 +1,13 @@
 """Tensor expressions and schedules (``loom.placeholder``, ``loom.compute``, ``loom.create_schedule``)."""
 
 from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor
-from .operation import compute, extern, placeholder, thread_axis
+from .operation import HybridOp, compute, extern, placeholder, thread_axis
 from .reduction import Reducer, comm_reducer, max, min, reduce_axis, sum  # noqa: A004
 from .schedule import Schedule, Stage, create_schedule
 from . import tensor_ops  # noqa: F401  (attaches the arithmetic operators to Tensor)
 
 __all__ = [
-    "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ExternOp",
+    "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ExternOp", "HybridOp",
     "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "Reducer",
     "sum", "max", "min", "create_schedule", "Schedule", "Stage",
 ]

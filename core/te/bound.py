@@ -37,7 +37,8 @@ from .graph import attach_paths, bind_map, consumer_graph, inline_bodies, read_g
 from .int_set import IntervalSet, cover_range, eval_set, union
 from .relations import Fuse, Rebase, Split, pass_down_domain
 from .schedule import root_iter_vars
-from .tensor import ComputeOp, ExternOp
+from .operation import HybridOp
+from .tensor import ComputeOp
 
 __all__ = ["infer_bound", "InferBoundResult", "thread_rank", "storage_rank"]
 
@@ -192,8 +193,8 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
         else:
             dom_map[iv.var] = IntervalSet.from_range(r)
         an.bind(iv.var, r, allow_override=True)
-    if isinstance(consumer.op, ExternOp):
-        for t in consumer.op.inputs:
+    if not isinstance(consumer.op, ComputeOp):  # extern and hybrid operations read their inputs whole
+        for t in consumer.op.input_tensors():
             if t in targets:
                 for dims, extent in zip(targets[t], t.shape):
                     dims.append(IntervalSet(ops.const(0, extent.dtype), extent - 1))
@@ -205,6 +206,10 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
 
 def _infer_root(ctx: _Context, stage: Any, ranges: dict[E.IterVar, E.Range]) -> None:
     op = stage.op
+    if isinstance(op, HybridOp):  # computes its whole outputs: every loop runs over its own range
+        for iv in op.axis:
+            ranges[iv] = iv.dom
+        return
     if not isinstance(op, ComputeOp):
         return
     if stage.is_output or not ctx.consumers[stage]:

@@ -15,6 +15,7 @@ from ..ir import expr as E
 from ..ir.functor import Mutator, substitute
 from ..ir.producer import ProducerLoad
 from ._te_functor import te_collect
+from .operation import HybridOp
 from .tensor import ComputeOp, ExternOp, Tensor
 
 __all__ = ["inline_bodies", "read_graph", "consumer_graph", "attach_paths", "bind_map", "stage_of"]
@@ -50,11 +51,12 @@ def inline_bodies(sch: Any) -> dict[Any, tuple[E.PrimExpr, ...]]:
             inliner = _Inliner(sch, bodies)
             bodies[stage] = tuple(inliner.visit(b) for b in stage.op.body)
     for stage in sch.stages:
-        if isinstance(stage.op, ExternOp):
+        if isinstance(stage.op, (ExternOp, HybridOp)):
+            kind = "an extern" if isinstance(stage.op, ExternOp) else "a hybrid"
             for t in stage.op.inputs:
                 if stage_of(sch, t).attach_type == "inline":
-                    raise LoomError(f"{t.op.name} is inlined but the extern operation {stage.op.name} reads it; "
-                                    f"an extern operation needs its inputs stored")
+                    raise LoomError(f"{t.op.name} is inlined but {kind} operation {stage.op.name} reads it; "
+                                    f"{kind} operation needs its inputs stored")
     return bodies
 
 

@@ -25,11 +25,14 @@ from ..ir import expr_ops as ops
 from ..ir.buffer import Buffer, decl_buffer
 from ..ir.dtype import DataType
 from ..ir.functor import Visitor
+from ..ir.node import child, children, mapping, register_object
+from ..ir.node import value as val
+from ..ir.printer import register_node_printer
 from ..ir.reduce import Reduce
 from ..ir.stmt import Evaluate, Stmt
-from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
+from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor
 
-__all__ = ["placeholder", "compute", "extern", "thread_axis", "normalize_shape"]
+__all__ = ["placeholder", "compute", "extern", "thread_axis", "normalize_shape", "HybridOp"]
 
 _VIRTUAL_THREAD_TAGS = ("vthread", "cthread")
 
@@ -322,3 +325,70 @@ def _buffers(given: Any, n: int, kind: str, what: str) -> list[Buffer] | None:
         if not isinstance(b, Buffer):
             raise LoomTypeError(f"{what}: {kind} buffer {k} must be a Buffer, got {type(b).__name__}")
     return bufs
+
+
+@register_object("te.HybridOp")
+class HybridOp(Operation):
+    """An operation computed by a statement with loops (what ``loom.hybrid.script`` parses to).
+
+    ``body`` reads ``inputs`` and writes ``outputs``, placeholder tensors that
+    lowering redirects to this operation's own outputs (the body cannot name
+    them: an operation does not contain itself).  ``axis`` has one IterVar per
+    ``For`` loop of the body, outermost first, so schedule primitives address
+    those loops as they address a compute's axes.
+
+    >>> import loom
+    >>> from loom.ir import For, IterVar, Range
+    >>> from loom.ir.producer import ProducerStore
+    >>> A, out, i = placeholder((4,), name="A"), placeholder((4,), name="B"), loom.var("i")
+    >>> body = For(i, 0, 4, "serial", ProducerStore(out, A[i] + 1.0, [i]))
+    >>> op = HybridOp("inc", [A], [out], [IterVar(Range.from_min_extent(0, 4), i)], body)
+    >>> op.output(0).name, [int(x) for x in op.output(0).shape], op.input_tensors() == [A]
+    ('inc', [4], True)
+    """
+
+    name: str = val(str)
+    inputs: tuple[Tensor, ...] = children(Tensor)
+    outputs: tuple[Tensor, ...] = children(Tensor)
+    axis: tuple[E.IterVar, ...] = children(E.IterVar)
+    body: Stmt = child(Stmt)
+    tag: str = val(str, default="")
+    attrs: dict[str, Any] = mapping()
+
+    def __attrs_post_init__(self) -> None:
+        if not self.outputs:
+            raise LoomValueError(f"hybrid operation {self.name} has no output")
+        for t in self.outputs:
+            if not isinstance(t.op, PlaceholderOp):
+                raise LoomTypeError(f"hybrid operation {self.name}: output {t.name} must be a placeholder "
+                                    f"tensor, got the output of a {type(t.op).__name__}")
+        for iv in self.axis:
+            if iv.dom is None:
+                raise LoomValueError(f"hybrid operation {self.name}: axis {iv.var.name} has no domain")
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
+        return self.outputs[index].shape
+
+    def output_dtype(self, index: int) -> DataType:
+        return self.outputs[index].dtype
+
+    def input_tensors(self) -> list[Tensor]:
+        seen: dict[int, Tensor] = {}
+        for t in self.inputs:
+            seen.setdefault(id(t), t)
+        return list(seen.values())
+
+
+def _hybrid_text(p: Any, op: HybridOp) -> str:
+    ins = ", ".join(p.name(t, t.name) for t in op.inputs)
+    outs = ", ".join(p.name(t, t.name) for t in op.outputs)
+    lines = [f"hybrid {op.name}({ins}) -> ({outs}):"]
+    p.block(op.body, 1, lines)
+    return "\n".join(lines)
+
+
+register_node_printer(HybridOp, _hybrid_text)

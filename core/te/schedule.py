@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence, Union
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from .relations import IterVarAttr, Rebase, Relation
+from .operation import HybridOp
 from .tensor import ComputeOp, Operation, Tensor
 from . import schedule_compute as _compute
 from . import schedule_loops as _loops
@@ -32,9 +33,11 @@ ATTACH_ROOT, ATTACH_INLINE, ATTACH_SCOPE = "root", "inline", "scope"
 
 
 def root_iter_vars(op: Operation) -> tuple[E.IterVar, ...]:
-    """The loop variables an operation starts with (a compute's axes, then its reduction axes)."""
+    """The loop variables an operation starts with (a compute's axes, then its reduction axes; a hybrid's loops)."""
     if isinstance(op, ComputeOp):
         return tuple(op.axis) + tuple(op.reduce_axis)
+    if isinstance(op, HybridOp):
+        return tuple(op.axis)
     return ()
 
 

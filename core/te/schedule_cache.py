@@ -15,6 +15,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.functor import Mutator, substitute
 from ..ir.reduce import Reduce
+from .operation import HybridOp
 from .schedule import Schedule, Stage
 from .tensor import ComputeOp, ExternOp, Operation, Tensor
 
@@ -53,6 +54,11 @@ def _replace_input(stage: Stage, old: Tensor, new: Tensor) -> bool:
     if isinstance(op, ExternOp) and any(t is old for t in op.inputs):
         inputs = tuple(new if t is old else t for t in op.inputs)
         stage.op = ExternOp(op.name, inputs, op.input_placeholders, op.output_placeholders, op.body, op.tag, op.attrs)
+        return True
+    if isinstance(op, HybridOp) and any(t is old for t in op.inputs):
+        inputs = tuple(new if t is old else t for t in op.inputs)
+        body = _Rewire(old, new).visit(op.body)
+        stage.op = HybridOp(op.name, inputs, op.outputs, op.axis, body, op.tag, op.attrs)
         return True
     return False
 

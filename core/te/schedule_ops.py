@@ -14,6 +14,8 @@ The result still speaks of tensors, not memory:
 - ``storage_align`` is ``AttrStmt(tensor, "storage_align", tvm_tuple(dim,
   factor, offset))`` just inside the realize; ``double_buffer`` wraps the
   stage's producing statement in ``AttrStmt(tensor, "double_buffer_scope", 1)``;
+- a hybrid operation's body gets the stage's loops in place of its own
+  (see ``schedule_hybrid``);
 - an extern operation's body is wrapped, for each of its input and output
   buffers, in ``AttrStmt(Array([buffer, tensor]), "extern_buffer_bind", 0)``:
   storage flattening maps the buffer onto the tensor's storage.
@@ -49,7 +51,9 @@ from .bound import infer_bound
 from .loop_nest import if_nest, make_bound_check, make_loop_nest, merge_nest
 from .relations import pass_down_bitmask
 from .schedule import Schedule
-from .tensor import ComputeOp, ExternOp, PlaceholderOp
+from .operation import HybridOp
+from .schedule_hybrid import lower_hybrid_stage
+from .tensor import ComputeOp, PlaceholderOp
 
 __all__ = ["schedule_to_stmt"]
 
@@ -86,17 +90,20 @@ class _Lowering:
         """Realize ``stage``'s outputs around its producing statement and then ``consumer``."""
         op = stage.op
         outputs = [stage.origin_op.output(k) for k in range(op.num_outputs)]
-        producer = self.compute(stage) if isinstance(op, ComputeOp) else self.extern(stage)
+        if isinstance(op, ComputeOp):
+            producer = self.compute(stage)
+        elif isinstance(op, HybridOp):
+            producer = lower_hybrid_stage(stage, self.bounds, lambda iv, b: self.attach(stage, iv, b))
+        else:
+            producer = self.extern(stage)
         if stage.double_buffer_:
             for t in reversed(outputs):
                 producer = AttrStmt(t, "double_buffer_scope", ops.const(1, "int32"), producer)
         body = producer if consumer is None else seq(producer, consumer)
-        if isinstance(op, ComputeOp):
-            bounds = tuple(self.bounds[iv] for iv in op.axis)
-        else:
-            bounds = tuple(E.Range(ops.const(0, s.dtype), s) for s in op.output_placeholders[0].shape)
         for t in reversed(outputs):
-            if isinstance(op, ExternOp):
+            if isinstance(op, ComputeOp):
+                bounds = tuple(self.bounds[iv] for iv in op.axis)
+            else:  # extern and hybrid operations compute their whole outputs
                 bounds = tuple(E.Range(ops.const(0, s.dtype), s) for s in t.shape)
             inner = body
             for dim, axis in reversed(list(enumerate(getattr(op, "axis", ())))):

@@ -17,6 +17,7 @@ from loom.ir.op import Op
 from loom.ir.producer import ProducerRealize, ProducerStore
 from loom.ir.reduce import CommReducer, Reduce
 from loom.target import CompilationConfig, Target, VirtualDevice
+from loom.te.operation import HybridOp
 from loom.te.tensor import ComputeOp, ExternOp, PlaceholderOp
 
 #: Type-key prefixes used by tests and doctests for throwaway types.
@@ -38,6 +39,13 @@ def _func() -> PrimFunc:
     i = loom.var("i")
     body = S.For(i, 0, n, "parallel", S.BufferStore(A, A[i] * 2.0, [i]), annotations={"pragma_unroll": 1})
     return PrimFunc([A.data, n], body, buffer_map={A.data: A}, attrs={"global_symbol": "f", "restricted": True})
+
+
+def _hybrid() -> Any:
+    P, out, tmp, i = _placeholder(), loom.placeholder((4,), name="out"), loom.placeholder((1,), name="tmp"), loom.var("i")
+    body = ProducerRealize(tmp, [E.Range.from_min_extent(0, 1)], loom.const(True), S.For(i, 0, 4, "serial", S.seq(
+        ProducerStore(tmp, P[0, i] * 2.0, [0]), ProducerStore(out, tmp[0] + 1.0, [i]))), "local")
+    return HybridOp("hy", [P], [out], [E.IterVar(E.Range.from_min_extent(0, 4), i, "data_par")], body)
 
 
 def _placeholder() -> Any:
@@ -119,6 +127,7 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "te.PlaceholderOp": lambda: _placeholder().op,
     "te.ComputeOp": lambda: _compute().op,
     "te.ExternOp": lambda: _extern().op,
+    "te.HybridOp": _hybrid,
     "te.Tensor": _compute,
     # Targets use the built-in `interp` kind so the samples need no backend installed.
     "target.Target": lambda: Target("interp", host="interp"),

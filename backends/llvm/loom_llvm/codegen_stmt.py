@@ -4,7 +4,8 @@ An outermost ``parallel`` loop runs on a thread team (:mod:`.parallel` outlines
 it); ``parallel`` loops inside one run serially, as do loops of the other kinds:
 ``vectorized`` loops that the pipeline did not turn into vector code are plain
 loops for LLVM's vectorizer, ``unrolled`` loops are left to LLVM's unroller, and
-``thread_binding`` loops run their threads one after another.
+``thread_binding`` loops and ``thread_extent`` regions run their threads one
+after another.
 """
 
 from __future__ import annotations
@@ -57,7 +58,15 @@ class StmtEmitter(ExprEmitter):
             self.expr(s.value)
 
     def _s_AttrStmt(self, s: S.AttrStmt) -> None:
-        self.stmt(s.body)  # annotations only guide the passes before codegen
+        iv = s.node
+        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(iv, E.IterVar) \
+                and id(iv.var) not in self.values:
+            # A thread binding on the CPU: its threads run one after another, as on the interpreter.
+            t = iv.var.dtype
+            hi = self.convert(self.expr(s.value), s.value.dtype, t)
+            self.loop(iv.var, ir.Constant(llvm_type(t), 0), hi, s.body)
+            return
+        self.stmt(s.body)  # other annotations only guide the passes before codegen
 
     def _s_LetStmt(self, s: S.LetStmt) -> None:
         v = self.expr(s.value)

@@ -38,6 +38,15 @@ OPENMP_LIBRARIES = ("libgomp.so.1", "libgomp.so", "libomp.so", "libiomp5.so")
 def _initialize() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    # Math intrinsics without an LLVM lowering (tanhf, powf...) become libm calls; the Python
+    # executable need not link libm itself, so make its symbols visible to the JIT's linker.
+    for name in (ctypes.util.find_library("m"), "libm.so.6"):
+        if name:
+            try:
+                llvm.load_library_permanently(name)
+                break
+            except RuntimeError:
+                continue
 
 
 def _attr(target: Any, key: str, default: Any) -> Any:

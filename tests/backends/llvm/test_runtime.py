@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from loom.runtime.arguments import ArgumentTypeError, ArgumentValueError  # noqa
 from loom.testing import AssertionFailed  # noqa: E402
 from loom_llvm import plugin  # noqa: E402
 from loom_llvm.runtime import LLVMModule  # noqa: E402
+from llvm_programs import run_python  # noqa: E402
 from programs import blocked_matmul  # noqa: E402
 
 
@@ -161,3 +163,17 @@ def test_call_of_an_undefined_function_is_an_error_not_a_crash():
             "except loom.LoomError as err:\n"
             "    print(err)\n")
     assert "does not define: ['loom_no_such_fn']" in run_python(code)
+
+
+def test_libm_functions_resolve_in_a_fresh_process():
+    # tanhf has no LLVM lowering: it is a libm call, which the JIT must find even when
+    # nothing else in the process has loaded libm's symbols for it.
+    out = run_python(textwrap.dedent("""
+        import numpy as np, loom
+        A = loom.placeholder((8,), name="A")
+        B = loom.compute((8,), lambda i: loom.tanh(A[i]) + loom.power(A[i], 2.0), name="B")
+        f = loom.build(loom.create_schedule(B.op), [A, B], target="llvm")
+        a = np.linspace(-2, 2, 8).astype("float32"); b = np.zeros(8, "float32"); f(a, b)
+        print(np.allclose(b, np.tanh(a) + a ** 2, rtol=1e-5))
+    """))
+    assert out.split() == ["True"]

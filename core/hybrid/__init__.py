@@ -1,0 +1,16 @@
+"""Hybrid script: loop programs in Python syntax, emulated on numpy or compiled (``loom.hybrid``).
+
+``@loom.hybrid.script`` marks a function written in the hybrid language
+(docs/hybrid.md).  Called with numpy arrays it runs as Python; called with
+``loom.placeholder`` tensors it becomes a :class:`HybridOp` whose outputs
+schedule and build like any tensor's.
+"""
+
+from ..te.operation import HybridOp
+from .api import HybridFunction, parse, script
+from .calls import KEYWORDS
+from .errors import HybridArgumentError, HybridSyntaxError
+from .runtime import HYBRID_GLOBALS
+
+__all__ = ["script", "parse", "HybridFunction", "HybridOp", "HybridSyntaxError", "HybridArgumentError",
+           "KEYWORDS", "HYBRID_GLOBALS"]

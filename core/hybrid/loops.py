@@ -1,0 +1,104 @@
+"""Loops of hybrid scripts: ``range``/``serial``, ``unroll``, ``parallel``, ``vectorize``, ``const_range``, ``bind``.
+
+A loop keyword becomes a ``For`` of that kind over a fresh loop variable
+(``range(a, b)`` starts at ``a``); ``bind(tag, n)`` becomes a
+``thread_extent`` region of a thread axis; ``const_range`` repeats its body
+while parsing, the loop variable a constant in each copy, which is what lets
+the body index containers.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..ir import expr as E
+from ..ir import expr_ops as ops
+from ..ir.functor import collect
+from ..ir.producer import ProducerLoad
+from ..ir.stmt import AttrStmt, For, LetStmt, Stmt, seq
+from .calls import LOOP_KINDS
+from .expr import describe
+from .scope import Symbol
+
+__all__ = ["LoopMixin", "THREAD_TAGS"]
+
+THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z", "vthread")
+
+
+class LoopMixin:
+    """The loop half of :class:`~loom.hybrid.parser.HybridParser`."""
+
+    def visit_For(self, node: ast.For) -> Any:
+        it = node.iter
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "a loop variable must be a single name")
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in LOOP_KINDS
+                and self.scopes.lookup(it.func.id) is None):
+            raise self.error(it, f"a hybrid loop iterates over one of {sorted(LOOP_KINDS)}, got "
+                                 f"{self.segment(it)}")
+        name, kind = node.target.id, LOOP_KINDS[it.func.id]
+        if self.scopes.lookup(name) is not None:
+            raise self.error(node.target, f"the loop variable {name} shadows a name already declared here; "
+                                          f"pick another name")
+        if it.keywords:
+            raise self.error(it, f"{it.func.id}() takes positional arguments only")
+        args = [self.visit(a) for a in it.args]
+        if kind == "bind":
+            if len(args) != 2:
+                raise self.error(it, "bind takes a thread tag and an extent: bind('threadIdx.x', n)")
+            iv, ext = self.thread_loop(args[0], args[1], it)
+            body = self.block(node.body, {name: Symbol("loop", iv.var, node.target)})
+            return AttrStmt(iv, "thread_extent", ext, body)
+        if not 1 <= len(args) <= 2:
+            raise self.error(it, f"{it.func.id}() takes (extent) or (begin, end); a step is not supported")
+        lo, hi = (0, args[0]) if len(args) == 1 else args
+        if kind == "const":
+            return self.const_loop(name, lo, hi, node)
+        begin, extent, lets = self.loop_extent(lo, hi, it)
+        var = E.Var(name, begin.dtype if begin.dtype.bits >= extent.dtype.bits else extent.dtype)
+        begin, extent = ops.cast(begin, var.dtype), ops.cast(extent, var.dtype)
+        body = self.block(node.body, {name: Symbol("loop", var, node.target)})
+        if isinstance(extent, E.IntImm) and extent.value <= 0:
+            return None  # an empty range: Python runs the body no time
+        out: Stmt = For(var, begin, extent, kind, body)
+        for v, value in reversed(lets):
+            out = LetStmt(v, value, out)
+        return out
+
+    def const_loop(self, name: str, lo: Any, hi: Any, node: ast.For) -> Stmt:
+        """``const_range``: the body once per value, the loop variable a constant in each copy."""
+        bounds = [self.const_int(v) for v in (lo, hi)]
+        if None in bounds:
+            raise self.error(node.iter, "const_range needs constant bounds (numbers, or shapes of constant size)")
+        bodies = [self.block(node.body, {name: Symbol("loop", k, node.target)}) for k in range(*bounds)]
+        return seq(*bodies)
+
+    def loop_extent(self, lo: Any, hi: Any, node: ast.AST) -> tuple[E.PrimExpr, E.PrimExpr, list[tuple[E.Var, Any]]]:
+        """``(min, extent, lets)`` of ``range(lo, hi)``: bounds that read memory are let-bound before the loop,
+        so they are read once, as Python evaluates ``range(...)`` once."""
+        lo, hi = self.expr(lo, node), self.expr(hi, node)
+        for b in (lo, hi):
+            if not b.dtype.is_integer:
+                raise self.error(node, f"loop bounds must be integers, got {b.dtype}")
+        lets: list[tuple[E.Var, Any]] = []
+
+        def once(b: E.PrimExpr, hint: str) -> E.PrimExpr:
+            if not collect(b, lambda n: isinstance(n, ProducerLoad)):
+                return b
+            v = E.Var(f"loop_{hint}", b.dtype)
+            lets.append((v, b))
+            return v
+
+        begin = once(lo, "begin")
+        return begin, once(ops.sub(hi, begin), "extent"), lets
+
+    def thread_loop(self, tag: Any, extent: Any, node: ast.Call) -> tuple[E.IterVar, E.PrimExpr]:
+        if not isinstance(tag, str) or tag not in THREAD_TAGS:
+            raise self.error(node, f"bind needs a thread tag, one of {list(THREAD_TAGS)}; got {describe(tag)}")
+        ext = self.expr(extent, node)
+        if not ext.dtype.is_integer:
+            raise self.error(node, f"the extent of bind must be an integer, got {ext.dtype}")
+        return E.IterVar(E.Range(ops.const(0, ext.dtype), ext), E.Var(tag, ext.dtype), "thread_index", tag), ext
