@@ -84,14 +84,17 @@ _KNOBS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _forked_after_openmp = False
 
 
-def bind_thread_knob(owner: Any, address: int) -> None:
+def bind_thread_knob(owner: Any, address: int, default: int = 0) -> None:
     """Set ``owner``'s ``loom_num_threads`` (at ``address``) and keep it safe across ``fork()``.
+
+    The count is ``LOOM_NUM_THREADS`` when set, else ``default`` (a target's
+    ``num_cores``; 0: one thread per core).
 
     libgomp's thread pool does not survive ``fork()``: in a child, a region of more
     than one thread waits forever for the parent's workers.  So in a process
     forked after OpenMP was loaded, every live knob (and every later one) is 1.
     """
-    set_library_threads(address, 1 if _forked_after_openmp else None)
+    set_library_threads(address, 1 if _forked_after_openmp else configured_num_threads() or max(0, default))
     _KNOBS[owner] = address
 
 

@@ -74,7 +74,7 @@ class LLVMModule(Module):
         self.llvm_ir = codegen_module(mod, self.target)
         #: The optimized, JIT-compiled module; owns the native code (kept alive with this Module).
         self.jit: JitModule = compile_module(self.llvm_ir, self.target)
-        bind_thread_knob(self, self.jit.global_address(THREADS_SYMBOL))
+        bind_thread_knob(self, self.jit.global_address(THREADS_SYMBOL), int(self.target.attrs.get("num_cores") or 0))
         super().__init__(prims, entry_name)
 
     @property

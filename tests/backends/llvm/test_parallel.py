@@ -239,3 +239,17 @@ _FORK = textwrap.dedent("""
 
 def test_parallel_regions_run_serially_in_a_forked_child():
     assert run_python(_FORK, env={"LOOM_NUM_THREADS": "2"}).strip() == "ok"
+
+
+def test_target_num_cores_is_the_default_thread_count(monkeypatch):
+    import ctypes
+
+    from loom.runtime.native_library import THREADS_SYMBOL
+
+    monkeypatch.delenv("LOOM_NUM_THREADS", raising=False)
+    s, args = blocked_matmul(8, 8, 8)
+    m = loom.build(s, args, target="llvm -num_cores=1")
+    assert ctypes.c_int32.from_address(m.jit.global_address(THREADS_SYMBOL)).value == 1
+    monkeypatch.setenv("LOOM_NUM_THREADS", "2")  # the environment wins over the target
+    m = loom.build(s, args, target="llvm -num_cores=1")
+    assert ctypes.c_int32.from_address(m.jit.global_address(THREADS_SYMBOL)).value == 2
