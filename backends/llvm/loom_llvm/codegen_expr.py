@@ -57,6 +57,23 @@ def _signed_value(t: DataType, v: int) -> int:
 _ICMP = {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
 
 
+#: Operand counts of the overloaded intrinsics that take more than one.
+_ARITY = {"llvm.pow": 2, "llvm.minnum": 2, "llvm.maxnum": 2, "llvm.copysign": 2, "llvm.fma": 3}
+
+
+def _mangle(t: ir.Type) -> str:
+    """LLVM's overload suffix: ``f32``, ``i64``, ``v8f32``..."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_mangle(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    names = {ir.FloatType: "f32", ir.DoubleType: "f64", ir.HalfType: "f16"}
+    for cls, suffix in names.items():
+        if isinstance(t, cls):
+            return suffix
+    raise LoomError(f"no LLVM intrinsic overload for type {t}")
+
+
 class ExprEmitter:
     """Emits expressions into ``self.builder``; ``self.values`` maps ``id(Var)`` to its LLVM value."""
 
@@ -80,7 +97,17 @@ class ExprEmitter:
         return llvm_type(t)
 
     def intrinsic(self, name: str, types: Sequence[ir.Type]) -> ir.Function:
-        return self.module.declare_intrinsic(name, list(types))
+        """The overloaded LLVM intrinsic ``name`` on ``types[0]`` (scalar or vector), e.g. ``llvm.exp.v8f32``.
+
+        llvmlite's ``declare_intrinsic`` cannot mangle vector types, so the name and
+        signature are built here: every operand and the result have the overload type.
+        """
+        t = types[0]
+        full = f"{name}.{_mangle(t)}"
+        found = self.module.globals.get(full)
+        if found is None:
+            found = ir.Function(self.module, ir.FunctionType(t, [t] * _ARITY.get(name, 1)), name=full)
+        return found
 
     def extern(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
         """The declaration of C function ``name``; one signature per name."""
