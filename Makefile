@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.loom-installed
 BACKENDS := backends/llvm backends/c_source backends/cuda
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup demo test test-fast clean
+.PHONY: setup demo test test-fast clean bench bench-env
 
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(BACKENDS))
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,23 @@ test: $(STAMP)
 # One process, stop at the first failure: handy while developing.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -x -q tests
+
+# Benchmarks (not tests): numpy, Loom llvm/c and Apache TVM in one run; see docs/benchmarks.md.
+# TVM lives in its own environment, bench/.venv-tvm, made by `make bench-env` (about 400 MB).
+TVM_VENV := bench/.venv-tvm
+TVM_STAMP := $(TVM_VENV)/.tvm-installed
+BENCH_ARGS ?=
+
+$(TVM_STAMP):
+	$(PYTHON) -m venv $(TVM_VENV)
+	$(TVM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TVM_VENV)/bin/python -m pip install --quiet "apache-tvm==0.27.*" numpy
+	touch $(TVM_STAMP)
+
+bench-env: $(TVM_STAMP)
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

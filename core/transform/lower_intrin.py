@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..arith import Analyzer
 from ..ir.functor import Mutator
 from ..ir.op import Op, lowering_rule
 from .pass_base import Pass, PassContext, prim_func_pass
@@ -33,6 +34,39 @@ __all__ = ["LowerIntrin", "lower_intrin"]
 class _Lower(Mutator):
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        # Loop and let bounds, to prove floordiv/floormod operands non-negative.
+        self.analyzer = Analyzer()
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        self.analyzer.bind(s.loop_var, E.Range.from_min_extent(s.min, s.extent), allow_override=True)
+        return self.generic_visit(s)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        if s.var.dtype.is_int and s.var.dtype.lanes == 1:
+            self.analyzer.bind(s.var, s.value, allow_override=True)
+        return self.generic_visit(s)
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
+        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
+            self.analyzer.bind(s.node.var, E.Range.from_min_extent(0, s.value), allow_override=True)
+        return self.generic_visit(s)
+
+    def _non_negative(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
+        return self.analyzer.const_int_bound(a).min_value >= 0 and self.analyzer.const_int_bound(b).min_value > 0
+
+    # Floor division rounds toward -inf, C's toward zero; on a non-negative dividend and a positive
+    # divisor they agree, and the truncating form is one instruction instead of a sign fix-up.
+    def visit_FloorDiv(self, e: E.FloorDiv) -> E.PrimExpr:
+        out = self.generic_visit(e)
+        if isinstance(out, E.FloorDiv) and out.dtype.is_int and self._non_negative(out.a, out.b):
+            return E.Div(out.a, out.b)
+        return out
+
+    def visit_FloorMod(self, e: E.FloorMod) -> E.PrimExpr:
+        out = self.generic_visit(e)
+        if isinstance(out, E.FloorMod) and out.dtype.is_int and self._non_negative(out.a, out.b):
+            return E.Mod(out.a, out.b)
+        return out
 
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
         out = self.generic_visit(e)

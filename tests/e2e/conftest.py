@@ -2,19 +2,7 @@
 
 import pytest
 
-import loom
-
-
-def buildable_kinds() -> list[str]:
-    """Installed target kinds whose plugin implements ``loom_codegen`` (CPU kinds only here)."""
-    out = []
-    for info in loom.plugins.list_plugins():
-        if info.status == "failed" or "loom_codegen" not in info.hooks:
-            continue
-        for kind in info.target_kinds:
-            if loom.target.get_kind(kind).device_type == 1:
-                out.append(kind)
-    return sorted(out)
+from e2e_kinds import buildable_kinds
 
 
 @pytest.fixture(params=buildable_kinds())

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import loom
 
-from conftest import buildable_kinds
+from e2e_kinds import buildable_kinds
 
 KINDS = buildable_kinds()
 

@@ -9,7 +9,7 @@ from loom.ir.functor import collect
 from loom.te.tensor import Tensor
 
 import hybrid_kernels as K
-from hybrid_targets import buildable_kinds
+from e2e_kinds import buildable_kinds
 
 
 def _as_tuple(x):

@@ -47,10 +47,11 @@ I32 = ir.IntType(32)
 class FunctionCodegen(StmtEmitter):
     """Compiles one PrimFunc into ``module``."""
 
-    def __init__(self, module: ir.Module, func: PrimFunc, name: str) -> None:
+    def __init__(self, module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False) -> None:
         super().__init__()
         self.module, self.func, self.fname = module, func, name
         self.values = {}
+        self.float_flags = ("contract",) if fp_contract else ()
 
     def run(self) -> ir.Function:
         slots = abi_vars(self.func)
@@ -116,9 +117,12 @@ class FunctionCodegen(StmtEmitter):
         return word if t.bits == 64 else b.trunc(word, llvm_type(t), name=name)
 
 
-def codegen_function(module: ir.Module, func: PrimFunc, name: str) -> ir.Function:
-    """Add ``func`` to ``module`` as ``i32 @name(i64* args, i8** error)``; returns that function."""
-    return FunctionCodegen(module, func, name).run()
+def codegen_function(module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False) -> ir.Function:
+    """Add ``func`` to ``module`` as ``i32 @name(i64* args, i8** error)``; returns that function.
+
+    ``fp_contract`` lets LLVM fuse float multiplies and adds into FMA instructions.
+    """
+    return FunctionCodegen(module, func, name, fp_contract).run()
 
 
 def _triple(target: Any) -> str:
@@ -132,7 +136,8 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
     """Translate every PrimFunc of the lowered ``mod`` into one LLVM module.
 
     :param mod: the output of ``loom.lower`` (or PrimFuncs in the same form).
-    :param target: the ``llvm`` Target (its ``mtriple`` becomes the module's triple), or None.
+    :param target: the ``llvm`` Target (its ``mtriple`` becomes the module's triple; ``fp_contract``,
+        default on, allows FMA fusion), or None (no fusion).
     :returns: the ``llvmlite.ir.Module``; each function is named by its
         ``global_symbol`` attribute (else its name in ``mod``).
 
@@ -144,10 +149,12 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
     out = ir.Module(name=str(mod.attrs.get("name", "loom_module")) if hasattr(mod, "attrs") else "loom_module")
     out.triple = _triple(target)
     thread_count_global(out)
+    attrs = getattr(target, "attrs", None) or {}
+    fp_contract = bool(attrs.get("fp_contract", True)) if target is not None else False
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise LoomTypeError(f"the llvm backend compiles PrimFuncs; {name} is a {type(func).__name__}")
         if func.attrs.get("calling_conv") == "device_kernel":
             raise LoomError(f"{name} is a device kernel; the llvm backend compiles host code only")
-        codegen_function(out, func, str(func.attrs.get("global_symbol", name)))
+        codegen_function(out, func, str(func.attrs.get("global_symbol", name)), fp_contract)
     return out

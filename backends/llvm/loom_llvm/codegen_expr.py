@@ -85,6 +85,8 @@ class ExprEmitter:
     def __init__(self) -> None:
         self.analyzer = Analyzer()
         self._strings: dict[str, ir.Value] = {}
+        #: Fast-math flags of float arithmetic (``("contract",)`` when the target allows FMA fusion).
+        self.float_flags: tuple[str, ...] = ()
         #: The alignment of argument buffers' data, by ``id`` of the data Var (others: ``data_alignment``).
         self.param_alignments: dict[int, int] = {}
 
@@ -280,7 +282,8 @@ class ExprEmitter:
         bld = self.builder
         simple = {E.Add: bld.fadd, E.Sub: bld.fsub, E.Mul: bld.fmul, E.Div: bld.fdiv, E.Mod: bld.frem}
         if cls in simple:
-            return simple[cls](a, b)
+            # "contract" lets LLVM fuse a * b + c into one FMA (one rounding instead of two).
+            return simple[cls](a, b, flags=self.float_flags)
         floor = bld.call(self.intrinsic("llvm.floor", [a.type]), [bld.fdiv(a, b)])
         if cls is E.FloorDiv:
             return floor

@@ -95,6 +95,7 @@ class RegionEmitter(StmtEmitter):
         super().__init__()
         self.module, self.fname = parent.module, parent.fname
         self.analyzer, self._strings = parent.analyzer, parent._strings
+        self.float_flags = parent.float_flags
         self.param_alignments = parent.param_alignments  # argument pointers: only what the runtime promises
         self.values = dict(constants)  # constants stay constants: folding needs them
         for arg, var in zip(fn.args, captured):

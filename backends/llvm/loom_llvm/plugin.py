@@ -64,6 +64,7 @@ def loom_target_kinds() -> list[Any]:
             "mcpu": AttrSpec(str, doc="CPU name, e.g. znver4 (default: the host CPU)"),
             "mattr": AttrSpec(list, doc="CPU features, e.g. +avx2,+fma (default: the host's)"),
             "opt_level": AttrSpec(int, 3, doc="LLVM optimisation level 0-3"),
+            "fp_contract": AttrSpec(bool, True, doc="fuse float a * b + c into FMA instructions (one rounding)"),
             "num_cores": AttrSpec(int, doc="threads for parallel loops unless LOOM_NUM_THREADS is set (default: usable cores)"),
         },
         default_keys=("cpu",),
