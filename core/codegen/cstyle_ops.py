@@ -60,7 +60,16 @@ def _cmp(sym: str) -> Template:
 
 
 def _minmax(sym: str) -> Template:
-    return lambda r, n: r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"({a} {sym} {b} ? {a} : {b})", dup=True)
+    def render(r: CStyleRenderer, n: Any) -> str:
+        if n.dtype.lanes == 1 or n.dtype.is_bool:
+            return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"({a} {sym} {b} ? {a} : {b})", dup=True)
+        # GNU C has no vector ?: in C, but a vector comparison is a lane mask (-1/0) of the same width:
+        # blend through it, which compiles to vmaxps/vminps or a blend instead of a per-lane loop.
+        t, x, y, m = r.type_name(n.dtype), r.tmp(), r.tmp(), r.tmp()
+        return (f"({{ {t} {x} = {r.expr(n.a)}; {t} {y} = {r.expr(n.b)}; __typeof__({x} {sym} {y}) {m} = {x} {sym} {y}; "
+                f"({t})(((__typeof__({m})){x} & {m}) | ((__typeof__({m})){y} & ~{m})); }})")
+
+    return render
 
 
 def _floor_op(kind: str) -> Template:

@@ -202,3 +202,24 @@ def test_call_extern_is_a_plain_call() -> None:
     want = np.hypot(a, 4.0)
     assert run_c(f, a) == (0, None)
     np.testing.assert_allclose(a, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int32", "uint16"])
+def test_vector_min_max_blend_through_a_lane_mask(dtype):
+    from loom.ir import expr as E
+
+    A, B = loom.placeholder((64,), dtype, name="A"), loom.placeholder((64,), dtype, name="B")
+    C = loom.compute((64,), lambda i: E.Max(A[i], B[i]), name="C")
+    D = loom.compute((64,), lambda i: E.Min(A[i], B[i]), name="D")
+    s = loom.create_schedule([C.op, D.op])
+    for T in (C, D):
+        s[T].vectorize(s[T].split(T.op.axis[0], 8)[1])
+    f = loom.build(s, [A, B, C, D], target="c")
+    src = f.get_source()
+    assert "__typeof__" in src and "_l <" not in src  # one vector blend, not a per-lane loop
+    rng = np.random.default_rng(0)
+    a, b = ((rng.standard_normal(64) * 50).astype(dtype) for _ in range(2))
+    c, d = np.zeros(64, dtype), np.zeros(64, dtype)
+    f(a, b, c, d)
+    np.testing.assert_array_equal(c, np.maximum(a, b))
+    np.testing.assert_array_equal(d, np.minimum(a, b))
