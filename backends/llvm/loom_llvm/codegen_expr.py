@@ -25,6 +25,7 @@ from loom.ir import expr as E
 from loom.ir.buffer import Buffer
 from loom.ir.dtype import DataType
 
+from . import bfloat16
 from .intrinsics import emit_call
 
 __all__ = ["ExprEmitter", "llvm_type"]
@@ -34,11 +35,13 @@ PTR = I8.as_pointer()
 
 
 def llvm_type(t: DataType, memory: bool = False) -> ir.Type:
-    """The LLVM type of ``t``; ``memory=True`` gives bools their byte in memory."""
+    """The LLVM type of ``t``; ``memory=True`` gives bools their byte and bfloat16 its 16 bits in memory."""
     if t.is_handle:
         return PTR
-    if t.is_bool:
-        scalar: ir.Type = I8 if memory else I1
+    if t.code == "bfloat":  # computed in float32 (see .bfloat16)
+        scalar: ir.Type = ir.IntType(16) if memory else ir.FloatType()
+    elif t.is_bool:
+        scalar = I8 if memory else I1
     elif t.is_integer:
         scalar = ir.IntType(t.bits)
     elif t.is_float:
@@ -163,6 +166,8 @@ class ExprEmitter:
         if src.lanes == 1 and dst.lanes > 1:
             v = self.broadcast(v, dst.lanes)
             src = src.with_lanes(dst.lanes)
+        # bfloat16 values live in float32 registers; the caller rounds a cast to bfloat16.
+        src, dst = (DataType("float", 32, x.lanes) if x.code == "bfloat" else x for x in (src, dst))
         to = llvm_type(dst)
         if src.code == dst.code and src.bits == dst.bits:
             return v
@@ -187,10 +192,13 @@ class ExprEmitter:
     def expr(self, e: E.PrimExpr) -> ir.Value:
         rule = getattr(self, f"_e_{type(e).__name__}", None)
         if rule is None:
-            if isinstance(e, E.BinaryOp):
-                return self._binary(e)
-            raise LoomError(f"{self.fname}: the llvm backend cannot compile {type(e).__name__} expressions ({e})")
-        return rule(e)
+            if not isinstance(e, E.BinaryOp):
+                raise LoomError(f"{self.fname}: the llvm backend cannot compile {type(e).__name__} expressions ({e})")
+            rule = self._binary
+        value = rule(e)
+        if e.dtype.code == "bfloat" and isinstance(e, (E.BinaryOp, E.Cast, E.Call)):
+            value = bfloat16.round_to_bfloat16(self.builder, value)  # each operation rounds, as numpy's
+        return value
 
     def _e_Var(self, e: E.Var) -> ir.Value:
         found = self.values.get(id(e))
@@ -204,7 +212,8 @@ class ExprEmitter:
         return ir.Constant(llvm_type(e.dtype), _signed_value(e.dtype, e.value) if not e.dtype.is_bool else e.value)
 
     def _e_FloatImm(self, e: E.FloatImm) -> ir.Value:
-        return ir.Constant(llvm_type(e.dtype), e.value)
+        value = bfloat16.constant(e.value) if e.dtype.code == "bfloat" else e.value
+        return ir.Constant(llvm_type(e.dtype), value)
 
     def _e_StringImm(self, e: E.StringImm) -> ir.Value:
         return self.string(e.value)
@@ -397,6 +406,8 @@ class ExprEmitter:
             raw = b.load(self._element_pointer(buf, offset, mem_elem, ty), typ=ty, align=align)
         if t.is_bool:
             return b.icmp_unsigned("!=", raw, ir.Constant(raw.type, None))
+        if buf.dtype.code == "bfloat":
+            return bfloat16.widen(b, raw)
         return raw
 
     def store(self, buf: Buffer, indices: Sequence[E.PrimExpr], value: ir.Value, t: DataType) -> None:
@@ -405,6 +416,8 @@ class ExprEmitter:
         mem_elem = llvm_type(buf.dtype.element_of(), memory=True)
         if t.is_bool:
             value = b.zext(value, ir.VectorType(I8, t.lanes) if t.lanes > 1 else I8)
+        elif buf.dtype.code == "bfloat":
+            value = bfloat16.to_bits(b, value)
         kind, offset, align = self._access(buf, indices, t.lanes)
         if kind == "lanes":
             for k in range(t.lanes):

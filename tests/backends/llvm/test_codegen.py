@@ -191,3 +191,27 @@ def test_vectorized_intrinsics_are_vector_calls(name):
               "popcount": lambda x: np.array([bin(int(v)).count("1") for v in x], dtype)}[name](a)
     np.testing.assert_allclose(b, expect, rtol=2e-6)
     assert "<8 x" in f.get_source("ll-raw")
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_bfloat16_matches_the_interpreter_bit_for_bit(lanes):
+    import ml_dtypes
+
+    bf = ml_dtypes.bfloat16
+    A, B = loom.placeholder((64,), "bfloat16", name="A"), loom.placeholder((64,), "bfloat16", name="B")
+    C = loom.compute((64,), lambda i: A[i] * B[i] + loom.const(0.1, "bfloat16"), name="C")
+    D = loom.compute((64,), lambda i: loom.exp(C[i].astype("float32")).astype("bfloat16") - C[i], name="D")
+    s = loom.create_schedule(D.op)
+    if lanes > 1:
+        for T in (C, D):
+            s[T].vectorize(s[T].split(T.op.axis[0], lanes)[1])
+    f = loom.build(s, [A, B, D], target="llvm")
+    ref = loom.build(loom.create_schedule(D.op), [A, B, D], target="interp")
+    rng = np.random.default_rng(lanes)
+    a, b = (rng.standard_normal(64).astype(bf) for _ in range(2))
+    a[:3] = [np.nan, np.inf, -0.0]
+    got, want = np.zeros(64, bf), np.zeros(64, bf)
+    f(a, b, got)
+    ref(a, b, want)
+    np.testing.assert_array_equal(got.view("uint16")[3:], want.view("uint16")[3:])
+    assert np.isnan(got[0].astype("float32")) and np.isnan(want[0].astype("float32"))
