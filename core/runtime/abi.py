@@ -31,11 +31,13 @@ import ctypes
 import struct
 from typing import Any, Callable
 
+from ..errors import LoomError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from .arguments import BoundCall
 
-__all__ = ["abi_vars", "pack_values", "native_runner", "NativeRunner", "NATIVE_SIGNATURE", "NATIVE_ALIGNMENT"]
+__all__ = ["abi_vars", "pack_values", "native_runner", "NativeRunner", "NATIVE_SIGNATURE", "NATIVE_ALIGNMENT",
+           "library_function"]
 
 #: The largest alignment native code assumes of argument pointers: what every numpy allocation
 #: provides (malloc's 16 bytes), so numpy arrays pass without aligned copies.  Unaligned vector
@@ -119,6 +121,20 @@ class NativeRunner:
 
             raw = err.value
             raise AssertionFailed(raw.decode("utf-8", "replace") if raw else "failed with no message", self.name)
+
+
+def library_function(lib: ctypes.CDLL, symbol: str, where: str) -> Callable[..., int]:
+    """Function ``symbol`` of a loaded shared library, typed as the native ABI.
+
+    :raises LoomError: naming ``where`` (the library) when it has no such symbol.
+    """
+    try:
+        fn = getattr(lib, symbol)
+    except AttributeError:
+        raise LoomError(f"{where}: no function {symbol!r} in the library") from None
+    fn.argtypes = list(NATIVE_SIGNATURE._argtypes_)
+    fn.restype = ctypes.c_int32
+    return fn
 
 
 def native_runner(fn: Callable[..., int], func: PrimFunc, name: str) -> NativeRunner:

@@ -34,7 +34,8 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
 
 import filelock
 import platformdirs
@@ -198,27 +199,26 @@ class DiskCache:
         tmp = self._temp(key, self.suffix)
         try:
             build(tmp)
-            try:
-                size, digest = _file_digest(tmp)
-                with open(tmp, "rb") as fh:
-                    os.fsync(fh.fileno())
-                os.replace(tmp, self.path_of(key))
-            except OSError as err:
-                raise CacheError(f"cannot store a cache entry in {self.folder!r}: {err}") from None
+            size, digest = self._commit(tmp, self.path_of(key), lambda: _file_digest(tmp))
         finally:
             _remove(tmp)
         record = json.dumps({"loom_cache": CACHE_VERSION, "key": key, "size": size, "sha256": digest}).encode()
         meta = self._temp(key, _META)
         try:
-            with open(meta, "wb") as fh:
-                fh.write(record)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(meta, self._meta_path(key))
-        except OSError as err:
-            raise CacheError(f"cannot store a cache entry in {self.folder!r}: {err}") from None
+            self._commit(meta, self._meta_path(key), lambda: Path(meta).write_bytes(record))
         finally:
             _remove(meta)
+
+    def _commit(self, tmp: str, dest: str, prepare: Callable[[], Any]) -> Any:
+        """Run ``prepare`` on the finished temp file, flush it to disk and rename it to ``dest``."""
+        try:
+            result = prepare()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, dest)
+        except OSError as err:
+            raise CacheError(f"cannot store a cache entry in {self.folder!r}: {err}") from None
+        return result
 
     def _temp(self, key: str, suffix: str) -> str:
         try:

@@ -36,7 +36,7 @@ from ..errors import LoomError, LoomValueError, SerializationError
 from ..ir.function import IRModule, PrimFunc
 from ..ir.serialize import load_json, save_json
 from ..ir.stmt import no_op
-from .abi import native_runner
+from .abi import library_function, native_runner
 from .module import EXPORT_VERSION, Module, Runner
 
 __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "configured_num_threads",
@@ -46,8 +46,6 @@ __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "c
 METADATA_SYMBOL = "loom_module_metadata"
 THREADS_SYMBOL = "loom_num_threads"
 _ELF_MAGIC = b"\x7fELF"
-_WORDS = ctypes.POINTER(ctypes.c_uint64)
-_ERROR = ctypes.POINTER(ctypes.c_char_p)
 
 
 class LinkError(LoomError):
@@ -253,14 +251,7 @@ class LibraryModule(Module):
         super().__init__(dict(mod.functions), entry if entry in mod.functions else None)
 
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        symbol = self._symbols.get(name, name)
-        try:
-            fn = getattr(self._lib, symbol)
-        except AttributeError:
-            raise SerializationError(f"{self.path!r} defines no function {symbol!r} for {name!r}") from None
-        fn.argtypes = [_WORDS, _ERROR]
-        fn.restype = ctypes.c_int32
-        return native_runner(fn, func, name)
+        return native_runner(library_function(self._lib, self._symbols.get(name, name), self.path), func, name)
 
     def get_source(self, fmt: str = "") -> str:
         """The generated code the exporter embedded (``fmt`` ``""``: the first form)."""

@@ -32,12 +32,11 @@ import warnings
 from typing import Any, Sequence
 
 from loom.errors import LoomError
+from loom.runtime.abi import library_function
 from loom.runtime.disk_cache import CacheError, DiskCache
 
 __all__ = ["CompileError", "SharedLibrary", "c_flags", "compile_source", "compiler_version", "invoke"]
 
-_WORDS = ctypes.POINTER(ctypes.c_uint64)
-_ERROR = ctypes.POINTER(ctypes.c_char_p)
 #: The cache namespace (a subfolder of the Loom cache) of compiled C libraries.
 CACHE_NAMESPACE = "c"
 
@@ -71,13 +70,7 @@ class SharedLibrary:
 
     def function(self, symbol: str) -> ctypes._CFuncPtr:
         """The ABI function ``int32_t symbol(const uint64_t *args, const char **error)``."""
-        try:
-            fn = getattr(self.cdll, symbol)
-        except AttributeError:
-            raise LoomError(f"{self.path}: no symbol {symbol!r} in the compiled library") from None
-        fn.argtypes = [_WORDS, _ERROR]
-        fn.restype = ctypes.c_int32
-        return fn
+        return library_function(self.cdll, symbol, self.path)
 
 
 def c_flags(flags: str) -> list[str]:

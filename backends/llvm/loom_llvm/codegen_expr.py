@@ -93,6 +93,14 @@ class ExprEmitter:
         #: The alignment of argument buffers' data, by ``id`` of the data Var (others: ``data_alignment``).
         self.param_alignments: dict[int, int] = {}
 
+    #: What every emitter of one PrimFunc shares (the function's own and its outlined regions').
+    FUNCTION_STATE = ("module", "fname", "analyzer", "_strings", "float_flags", "param_alignments")
+
+    def share_function_state(self, parent: ExprEmitter) -> None:
+        """Use ``parent``'s module, names, analyzer, string constants, float flags and pointer facts."""
+        for name in self.FUNCTION_STATE:
+            setattr(self, name, getattr(parent, name))
+
     def alignment_of(self, buf: Buffer) -> int:
         """The alignment ``buf``'s data pointer is known to have."""
         return self.param_alignments.get(id(buf.data), buf.data_alignment)

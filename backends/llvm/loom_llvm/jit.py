@@ -27,7 +27,7 @@ from llvmlite import ir
 
 from loom.errors import LoomError
 
-__all__ = ["compile_module", "parse", "JitModule", "target_machine", "load_openmp", "openmp_loaded",
+__all__ = ["compile_module", "parse", "JitModule", "target_machine", "load_openmp",
            "OPENMP_LIBRARIES"]
 
 #: Shared libraries that provide libgomp's ``GOMP_parallel`` (LLVM's libomp and Intel's implement it too).
@@ -91,11 +91,6 @@ def load_openmp() -> str:
     raise LoomError("parallel loops need an OpenMP runtime providing GOMP_parallel, and none of "
                     f"{tried} can be loaded; install libgomp (e.g. `apt-get install libgomp1`) "
                     "or build without .parallel() in the schedule")
-
-
-def openmp_loaded() -> bool:
-    """Whether :func:`load_openmp` has loaded the OpenMP runtime into this process."""
-    return load_openmp.cache_info().currsize > 0
 
 
 def _check_externals(ref: llvm.ModuleRef) -> None:

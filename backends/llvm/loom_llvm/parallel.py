@@ -93,10 +93,7 @@ class RegionEmitter(StmtEmitter):
     def __init__(self, parent: StmtEmitter, fn: ir.Function, captured: list[E.Var],
                  constants: dict[int, ir.Constant]) -> None:
         super().__init__()
-        self.module, self.fname = parent.module, parent.fname
-        self.analyzer, self._strings = parent.analyzer, parent._strings
-        self.float_flags = parent.float_flags
-        self.param_alignments = parent.param_alignments  # argument pointers: only what the runtime promises
+        self.share_function_state(parent)
         self.values = dict(constants)  # constants stay constants: folding needs them
         for arg, var in zip(fn.args, captured):
             arg.name = var.name
