@@ -40,3 +40,13 @@ def loom_load_module(path: str, fmt: str) -> Any:
     if fmt != FORMAT:
         return None
     return InterpModule.load(path)
+
+
+@hookimpl
+def loom_device_api(device_type: int) -> Any:
+    """The CPU's memory (DLPack device type 1): aligned host buffers."""
+    if device_type != 1:
+        return None
+    from loom.runtime.device_api import CPU_DEVICE_API
+
+    return CPU_DEVICE_API

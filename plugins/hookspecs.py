@@ -28,46 +28,58 @@ def loom_target_kinds() -> list[Any]:
 
 
 @hookspec
-def loom_intrinsic_rules(target_kind: str) -> dict[str, Any] | None:
-    """Contribute lowering rules for intrinsic ops on ``target_kind``.
+def loom_intrinsic_rules(target: Any) -> dict[str, Any] | None:
+    """Contribute lowering rules for intrinsic ops when compiling for ``target``.
 
-    :param target_kind: the kind being compiled for (``"llvm"``, ``"cuda"``...).
+    LowerIntrin applies them before code generation; a rule may read the
+    target's attributes (a fast-math flag, the architecture).
+
+    :param target: the :class:`loom.target.Target` being compiled for.
     :return: ``{op_name: rule}`` where ``rule(call) -> PrimExpr`` rewrites a
-        ``Call`` of that op into something the backend emits, or None.
+        ``Call`` of that op into something the backend emits (another op, a
+        ``call_pure_extern``...), or None for the kinds this plugin does not serve.
     """
 
 
 @hookspec
-def loom_lower_passes(target: Any, phase: int) -> list[Any] | None:
+def loom_lower_passes(target: Any, phase: int) -> Any:
     """Contribute lowering passes to run for ``target`` at ``phase`` (0-3).
 
     :param target: the :class:`loom.target.Target` being built for.
     :param phase: the classic lowering phase; see ``loom.lower``.
-    :return: passes (``Pass`` objects or ``Stmt -> Stmt`` callables), or None.
+    :return: None; or a list of passes (``Pass`` objects or ``Stmt -> Stmt``
+        callables) that run after the phase's built-in passes; or a dict
+        ``{"before": [...], "after": [...]}`` placing passes on either side of them.
+    """
+
+
+@hookspec(firstresult=True)
+def loom_backend(target_kind: str) -> Any:
+    """The backend that builds ``target_kind``: a :class:`loom.backend.Backend`.
+
+    *firstresult*: the first plugin that serves the kind answers; the others
+    return None.  The core drives its stages (options, render, compile, load)
+    and caches what ``compile`` returns on disk.
+
+    :param target_kind: the kind name (``"llvm"``, ``"cuda"``...).
+    :return: a Backend, or None when this plugin does not build the kind.
     """
 
 
 @hookspec(firstresult=True)
 def loom_codegen(mod: Any, target: Any) -> Any:
-    """Turn a lowered IRModule into a runtime Module for ``target``.
-
-    *firstresult*: the first plugin that handles ``target.kind.name`` answers;
-    the others return None.
-
-    :param mod: the lowered :class:`loom.ir.IRModule` (device or host part).
-    :param target: the :class:`loom.target.Target`.
-    :return: a runtime Module, or None when this plugin does not handle the kind.
-    """
+    """Deprecated (being replaced by ``loom_backend``): a runtime Module for ``target``."""
 
 
 @hookspec(firstresult=True)
 def loom_device_api(device_type: int) -> Any:
-    """The device API (allocate, copy, synchronize) for a DLPack device type.
+    """The memory of a DLPack device type: a :class:`loom.runtime.device_api.DeviceAPI`.
 
-    *firstresult*.
+    *firstresult*.  The core serves the CPU (type 1).
 
-    :param device_type: DLPack device type (cpu=1, cuda=2).
-    :return: a DeviceAPI object, or None when this plugin does not serve it.
+    :param device_type: DLPack device type (cpu=1, cuda=2, ext_dev=12).
+    :return: a DeviceAPI (allocate, free, copies, synchronize), or None when
+        this plugin does not serve it.
     """
 
 
@@ -78,6 +90,6 @@ def loom_load_module(path: str, fmt: str) -> Any:
     *firstresult*.
 
     :param path: the file written by ``export_library``.
-    :param fmt: the format recorded in the file (``"so"``, ``"cubin"``...).
+    :param fmt: the format recorded in the file (``"llvm"``, ``"c"``, ``"interp"``...).
     :return: a runtime Module, or None when this plugin does not read ``fmt``.
     """

@@ -16,6 +16,34 @@ One word per slot keeps the call cheap: the runtime fills one ``uint64`` array
 from the checked arguments (:func:`pack_values`) and makes one foreign call;
 :func:`native_runner` is that call, shared by every native backend.
 
+**Calls between modules.**  Host code calls a function of another module (a
+kernel of a device module, after SplitHostDevice) through the same convention:
+``Call(int32, GlobalVar(name), args)`` packs one word per argument (a pointer's
+address, an integer sign-extended, a float as the bits of a double) and calls
+``name(words, error)``.  A non-zero status makes the caller return -1 at once,
+with the callee's message in ``*error``.  When ``name`` is not a function of the
+calling module, native code calls it through an *import slot*: a global
+``int32_t (*import_symbol(name))(const uint64_t *, const char **)``, NULL until
+the runtime links the module (:mod:`loom.runtime.linking`); calling a NULL
+slot is an error return, never a crash.
+
+**Device memory from host code.**  An ``Allocate`` annotated with
+:data:`DEVICE_TYPE_ANNOTATION` (and :data:`DEVICE_ID_ANNOTATION`) holds memory of
+that device, which host code only passes to kernels.  Native host code gets it
+from the runtime through two more slots the runtime fills when it links:
+
+* ``void *loom_rt_device_alloc(int32_t device_type, int32_t device_id,
+  uint64_t nbytes, uint64_t alignment, const char **error)``: NULL (and a
+  message in ``*error``) on failure;
+* ``int32_t loom_rt_device_free(int32_t device_type, int32_t device_id,
+  void *ptr, const char **error)``,
+
+called at the end of the allocation's scope and on every error return inside it.
+
+A host function whose buffer arguments live on a device records their DLPack
+device types in ``attrs[ARG_DEVICES_ATTR]`` (one per parameter; 1 for the CPU),
+so the argument checker accepts only arrays on those devices.
+
 >>> import loom
 >>> from loom.ir import PrimFunc, no_op
 >>> n = loom.var("n")
@@ -37,7 +65,9 @@ from ..ir.function import PrimFunc
 from .arguments import BoundCall
 
 __all__ = ["abi_vars", "pack_values", "native_runner", "NativeRunner", "NATIVE_SIGNATURE", "NATIVE_ALIGNMENT",
-           "library_function"]
+           "library_function", "import_symbol", "word_of", "value_of", "DEVICE_ALLOC_SYMBOL", "DEVICE_FREE_SYMBOL",
+           "DEVICE_ALLOC_SIGNATURE", "DEVICE_FREE_SIGNATURE", "DEVICE_TYPE_ANNOTATION", "DEVICE_ID_ANNOTATION",
+           "ARG_DEVICES_ATTR", "arg_devices"]
 
 #: The largest alignment native code assumes of argument pointers: what every numpy allocation
 #: provides (malloc's 16 bytes), so numpy arrays pass without aligned copies.  Unaligned vector
@@ -61,11 +91,73 @@ _DOUBLE = struct.Struct("<d")
 _U64 = struct.Struct("<Q")
 
 
-def _word(var: E.Var, value: Any) -> int:
-    t = var.dtype
-    if t.is_float:
+#: ``Allocate.annotations`` key: the DLPack device type whose memory the allocation holds.
+DEVICE_TYPE_ANNOTATION = "loom.device_type"
+#: ``Allocate.annotations`` key: the ordinal of that device (default 0).
+DEVICE_ID_ANNOTATION = "loom.device_id"
+#: ``PrimFunc.attrs`` key: per parameter, the DLPack device type of the memory it points to.
+ARG_DEVICES_ATTR = "loom.arg_devices"
+#: The runtime's device allocator, as seen from native host code (see the module docstring).
+DEVICE_ALLOC_SYMBOL = "loom_rt_device_alloc"
+#: The runtime's device deallocator, as seen from native host code.
+DEVICE_FREE_SYMBOL = "loom_rt_device_free"
+_IMPORT_PREFIX = "loom_import_"
+
+
+def import_symbol(name: str) -> str:
+    """The C symbol of the import slot of function ``name`` (an injective, C-safe spelling).
+
+    >>> import_symbol("main_kernel0"), import_symbol("a.b")
+    ('loom_import_main__kernel0', 'loom_import_a_2eb')
+    """
+    out = []
+    for c in name:
+        if c.isascii() and c.isalnum():
+            out.append(c)
+        elif c == "_":
+            out.append("__")
+        else:
+            out.append("_" + (f"{ord(c):02x}" if ord(c) < 256 else f"u{ord(c):06x}_"))
+    return _IMPORT_PREFIX + "".join(out)
+
+
+def arg_devices(func: PrimFunc) -> tuple[int, ...]:
+    """The DLPack device type of each parameter's memory (1, the CPU, unless ``ARG_DEVICES_ATTR`` says otherwise)."""
+    found = func.attrs.get(ARG_DEVICES_ATTR)
+    if found is None:
+        return (1,) * len(func.params)
+    devices = tuple(int(getattr(d, "value", d)) for d in found)
+    if len(devices) != len(func.params):
+        raise LoomError(f"{ARG_DEVICES_ATTR} of {func.attrs.get('global_symbol', 'a function')} has {len(devices)} "
+                        f"entries for {len(func.params)} parameters")
+    return devices
+
+
+def word_of(dtype: Any, value: Any) -> int:
+    """The 64-bit word of one argument of ``dtype`` (float: the bits of a double; int: two's complement)."""
+    if dtype.is_float:
         return _U64.unpack(_DOUBLE.pack(float(value)))[0]
     return int(value) & 0xFFFFFFFFFFFFFFFF
+
+
+def value_of(dtype: Any, word: int) -> Any:
+    """The argument a word carries, for a parameter of ``dtype`` (the inverse of :func:`word_of`)."""
+    word &= 0xFFFFFFFFFFFFFFFF
+    if dtype.is_float:
+        return _DOUBLE.unpack(_U64.pack(word))[0]
+    if dtype.is_handle:
+        return word
+    if dtype.is_bool:
+        return bool(word)
+    bits = dtype.bits
+    v = word & ((1 << bits) - 1)
+    if not dtype.is_uint and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _word(var: E.Var, value: Any) -> int:
+    return word_of(var.dtype, value)
 
 
 def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
@@ -83,6 +175,12 @@ def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
 
 #: ``int32_t name(const uint64_t *args, const char **error)`` as a ctypes function type.
 NATIVE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p))
+#: The type of :data:`DEVICE_ALLOC_SYMBOL`.
+DEVICE_ALLOC_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint64,
+                                          ctypes.c_uint64, ctypes.POINTER(ctypes.c_char_p))
+#: The type of :data:`DEVICE_FREE_SYMBOL`.
+DEVICE_FREE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
+                                         ctypes.POINTER(ctypes.c_char_p))
 
 
 class NativeRunner:

@@ -74,7 +74,14 @@ def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, ne
         else:
             key = "virtual_thread" if thread.thread_tag in _VIRTUAL_TAGS else "thread_extent"
             level.append(lambda b, thread=thread, key=key, ext=dom.extent: AttrStmt(thread, key, ext, b))
-            values[iv] = dom.min if _is_one(dom.extent) else thread.var
+            # A thread index runs over [0, extent): an axis whose range starts elsewhere (a stage
+            # attached inside another's loops) is that start plus the index, as for loops above.
+            if _is_one(dom.extent):
+                values[iv] = dom.min
+            elif _is_zero(dom.min):
+                values[iv] = thread.var
+            else:
+                values[iv] = dom.min + thread.var
         if attach is not None and not new_loop_var:
             level.append(lambda b, iv=iv: attach(iv, b))
     pass_up_index(stage, dom_map, values)

@@ -7,7 +7,10 @@ hooks.  The driver adds some on its own (see :func:`env_instruments`):
 * ``LOOM_PRINT_AFTER=all`` (or ``=StorageFlatten,Simplify``) prints the IR after
   those passes to stderr (numba's ``NUMBA_DEBUG_PRINT_AFTER``);
 * ``LOOM_VERIFY=1`` runs :func:`loom.verify_well_formed` after every pass;
-* ``build_config(dump_pass_ir=True)`` writes each pass's IR to numbered files.
+* ``build_config(dump_pass_ir=True)`` writes each pass's IR to numbered files,
+  and ``loom.build`` adds every backend stage's output (options, sources, the
+  compiled artifact, the module's metadata) to the same sequence;
+  ``LOOM_DUMP_DIR=<folder>`` does both without changing the code.
 
 >>> import io, loom
 >>> from loom.transform import PassContext, prim_func_pass
@@ -34,7 +37,8 @@ from ..errors import LoomValueError, VerifyError
 from ..ir.function import IRModule
 from .pass_base import PassContext, PassInfo, PassInstrument
 
-__all__ = ["PassTimingInstrument", "PrintAfter", "VerifyAfter", "DumpIR", "env_instruments", "extend_context"]
+__all__ = ["PassTimingInstrument", "PrintAfter", "VerifyAfter", "DumpIR", "env_instruments", "extend_context",
+           "ENV_DUMP_DIR"]
 
 PRINT_AFTER_ENV = "LOOM_PRINT_AFTER"
 VERIFY_ENV = "LOOM_VERIFY"
@@ -142,30 +146,46 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 class DumpIR(PassInstrument):
     """Writes ``str(mod)`` after every pass to ``<directory>/<NN>_<pass name>.txt``.
 
-    Files are numbered from 00 in the order passes finish; characters that are
-    not safe in file names become ``_``.  ``files`` lists what was written.
+    Files are numbered from 00 in the order they are written; characters that
+    are not safe in file names become ``_``.  ``files`` lists what was written.
+    :meth:`write` adds other files (backend stage outputs) to the same sequence.
     """
 
     def __init__(self, directory: str | os.PathLike[str] = ".") -> None:
         self.directory = Path(directory)
         self.files: list[Path] = []
 
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+    def write(self, name: str, suffix: str, data: str | bytes) -> Path:
+        """Write ``data`` as the next numbered file, ``<NN>_<name><suffix>``; its path."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        stem = _UNSAFE.sub("_", info.name).strip("_") or "pass"
-        path = self.directory / f"{len(self.files):02d}_{stem}.txt"
-        path.write_text(f"{mod}\n")
+        stem = _UNSAFE.sub("_", name).strip("_") or "dump"
+        path = self.directory / f"{len(self.files):02d}_{stem}{suffix}"
+        if isinstance(data, str):
+            path.write_text(data)
+        else:
+            path.write_bytes(data)
         self.files.append(path)
+        return path
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self.write(info.name, ".txt", f"{mod}\n")
+
+
+#: Folder that turns on :class:`DumpIR` for every ``lower``/``build`` (pass IR and backend stages).
+ENV_DUMP_DIR = "LOOM_DUMP_DIR"
 
 
 def env_instruments() -> list[PassInstrument]:
-    """The instruments the environment asks for (``LOOM_PRINT_AFTER``, ``LOOM_VERIFY``)."""
+    """The instruments the environment asks for (``LOOM_PRINT_AFTER``, ``LOOM_VERIFY``, ``LOOM_DUMP_DIR``)."""
     out: list[PassInstrument] = []
     printer = PrintAfter.from_env()
     if printer is not None:
         out.append(printer)
     if VerifyAfter.env_enabled():
         out.append(VerifyAfter())
+    folder = os.environ.get(ENV_DUMP_DIR, "").strip()
+    if folder:
+        out.append(DumpIR(folder))
     return out
 
 
