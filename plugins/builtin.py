@@ -1,4 +1,4 @@
-"""The core's own plugin: the ``interp`` target kind.
+"""The core's own plugin: the ``interp`` target kind, its backend, and the CPU's memory.
 
 It is registered through the same plugin manager as the installed backends
 (pytest's ``default_plugins`` pattern), so the core has no second code path.
@@ -23,13 +23,13 @@ def loom_target_kinds() -> list[Any]:
 
 
 @hookimpl
-def loom_codegen(mod: Any, target: Any) -> Any:
-    """Build an ``interp`` runtime Module: the lowered IRModule run on the reference interpreter."""
-    if target.kind.name != "interp":
+def loom_backend(target_kind: str) -> Any:
+    """The ``interp`` backend: lowered IRModules run on the reference interpreter."""
+    if target_kind != "interp":
         return None
-    from loom.runtime.interp_module import InterpModule
+    from loom.runtime.interp_module import InterpBackend
 
-    return InterpModule(mod, target)
+    return InterpBackend()
 
 
 @hookimpl

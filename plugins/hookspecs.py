@@ -67,11 +67,6 @@ def loom_backend(target_kind: str) -> Any:
 
 
 @hookspec(firstresult=True)
-def loom_codegen(mod: Any, target: Any) -> Any:
-    """Deprecated (being replaced by ``loom_backend``): a runtime Module for ``target``."""
-
-
-@hookspec(firstresult=True)
 def loom_device_api(device_type: int) -> Any:
     """The memory of a DLPack device type: a :class:`loom.runtime.device_api.DeviceAPI`.
 

@@ -4,10 +4,10 @@ import loom
 
 
 def buildable_kinds() -> list[str]:
-    """Installed target kinds whose plugin implements ``loom_codegen`` (CPU kinds only here)."""
+    """Installed target kinds whose plugin implements ``loom_backend`` (CPU kinds only here)."""
     out = []
     for info in loom.plugins.list_plugins():
-        if info.status == "failed" or "loom_codegen" not in info.hooks:
+        if info.status == "failed" or "loom_backend" not in info.hooks:
             continue
         for kind in info.target_kinds:
             if loom.target.get_kind(kind).device_type == 1:

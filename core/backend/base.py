@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from ..runtime.module import Module
     from ..target import Target
 
-__all__ = ["Backend", "BackendOptions", "ModuleInfo", "Artifact", "signature_of", "THREAD_SEMANTICS"]
+__all__ = ["Backend", "BackendOptions", "ModuleInfo", "Artifact", "signature_of", "THREAD_SEMANTICS",
+           "pack_sections", "unpack_sections"]
 
 #: How a backend runs thread-bound (``blockIdx``/``threadIdx``) code:
 #: ``"gpu"``: blocks of concurrent threads meeting at barriers (cuda, interp, ext_dev);
@@ -100,6 +101,40 @@ class Artifact(bytes):
         self = super().__new__(cls, data)
         self.path = path
         return self
+
+
+_SECTIONS_MAGIC = b"loom-sections-1\n"
+
+
+def pack_sections(sections: Mapping[str, bytes | str]) -> bytes:
+    """Several named byte strings as one artifact (an object file and its IR, a cubin and its PTX).
+
+    >>> unpack_sections(pack_sections({"obj": b"\\x7fELF", "ll": "define"}))
+    {'obj': b'\\x7fELF', 'll': b'define'}
+    """
+    parts = {k: v.encode("utf-8") if isinstance(v, str) else bytes(v) for k, v in sections.items()}
+    header = json.dumps({k: len(v) for k, v in parts.items()}).encode("utf-8")
+    return _SECTIONS_MAGIC + header + b"\n" + b"".join(parts.values())
+
+
+def unpack_sections(data: bytes, where: str = "artifact") -> dict[str, bytes]:
+    """The sections :func:`pack_sections` packed; a SerializationError when ``data`` is not such a pack."""
+    data = bytes(data)
+    if not data.startswith(_SECTIONS_MAGIC):
+        raise SerializationError(f"{where}: not a Loom sections artifact")
+    line, sep, rest = data[len(_SECTIONS_MAGIC):].partition(b"\n")
+    try:
+        sizes = json.loads(line.decode("utf-8")) if sep else None
+    except (ValueError, UnicodeDecodeError):
+        sizes = None
+    if not isinstance(sizes, dict) or not all(isinstance(n, int) and n >= 0 for n in sizes.values()) \
+            or sum(sizes.values()) != len(rest):
+        raise SerializationError(f"{where}: the sections header is corrupt or the data is truncated")
+    out, at = {}, 0
+    for name, size in sizes.items():
+        out[str(name)] = rest[at:at + size]
+        at += size
+    return out
 
 
 def signature_of(func: PrimFunc) -> PrimFunc:

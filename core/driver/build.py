@@ -2,22 +2,27 @@
 
 For every target: lower the input (unless it is already lowered, i.e. its
 functions carry ``attrs["loom.api"]``), mark each function with
-``attrs["target"]``, and for a device target split the kernels out
-(SplitHostDevice) and insert barriers (ThreadSync: global ones under
-``detect_global_barrier``, shared-memory ones always); then lower the
-intrinsics (LowerIntrin) of every function for its own target.  Finally the
-``loom_codegen(mod, target)`` hook turns each target's functions into a runtime
-Module; the host module imports the others (``imported_modules``).
+``attrs["target"]``, and run the build pipeline (:mod:`loom.driver.pipeline`):
+for a device target split the kernels out (SplitHostDevice), put the host
+code's buffers on the device (PlanDeviceMemory) and insert barriers
+(ThreadSync); for a CPU target insert barriers when its backend runs blocks of
+threads (interp), or refuse code that needs them when it runs threads one after
+another (llvm, c); then lower the intrinsics (LowerIntrin) of every function for
+its own target.  Finally each target's functions go through its backend's
+stages (:func:`loom.backend.build_module`): the host module imports the others
+(``imported_modules``) and :func:`loom.runtime.linking.link` connects its calls to them.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..errors import LoomTypeError, LoomValueError, PluginError
+from ..backend import build_module, get_backend
+from ..errors import LoomTypeError, LoomValueError
 from ..ir.buffer import Buffer
 from ..ir.function import IRModule, PrimFunc
-from ..target import CompilationConfig, Target, list_kinds
+from ..runtime.linking import link
+from ..target import CompilationConfig, Target
 from ..target.compilation_config import _default_host
 from ..target.target import target_key
 from ..transform.pass_base import PassContext
@@ -77,30 +82,6 @@ def _resolve_targets(inputs: Any, target: Any, target_host: Any) -> tuple[Compil
     return cfg, [(t, m) for t, (_, m) in zip(cfg.primitive_targets, items)]
 
 
-def _codegen(mod: IRModule, target: Target) -> Any:
-    from ..plugins import get_plugin_manager
-
-    built = get_plugin_manager().hook.loom_codegen(mod=mod, target=target)
-    if built is None:
-        raise PluginError(f"no backend can build target kind {target.kind_name!r}; installed target kinds: "
-                          f"{', '.join(list_kinds()) or 'none'}. Install the backend package for "
-                          f"{target.kind_name!r} (e.g. loom-llvm, loom-c, loom-cuda) or register a plugin "
-                          f"implementing loom_codegen for it")
-    return built
-
-
-def _import(host: Any, device: Any) -> None:
-    adopt = getattr(host, "import_module", None)
-    if callable(adopt):
-        adopt(device)
-        return
-    imported = getattr(host, "imported_modules", None)
-    if not isinstance(imported, list):
-        raise PluginError(f"the host module {type(host).__name__} can neither import_module() nor append to "
-                          f"a list imported_modules, so it cannot hold the device modules")
-    imported.append(device)
-
-
 def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, target_host: Any = None,
           name: str = "default_function", binds: Mapping[Any, Buffer] | None = None) -> Any:
     """Build a runtime Module from a schedule, a PrimFunc, an IRModule or ``{target: input}``.
@@ -115,7 +96,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
         :class:`~loom.target.CompilationConfig`).
     :param name: the function's name.
     :param binds: ``{Tensor: Buffer}`` layouts, as for :func:`loom.lower`.
-    :return: the host's runtime Module; device modules are in its ``imported_modules``.
+    :return: the host's runtime Module; device modules are in its ``imported_modules``,
+        linked to the host's calls.
 
     An unknown target kind is a :class:`~loom.errors.TargetError` listing the installed
     kinds; a kind no plugin can generate code for is a :class:`~loom.errors.PluginError`.
@@ -134,16 +116,22 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
         return _build(cfg, work, args, name, binds)
 
 
+def _pipeline(tgt: Target, host_target: Target) -> list[Any]:
+    if tgt.device_type != host_target.device_type:
+        return pipeline.instantiate(pipeline.DEVICE_BUILD)
+    backend, _ = get_backend(tgt.kind.name)
+    return pipeline.instantiate(pipeline.host_build(backend.thread_semantics))
+
+
 def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequence[Any] | None, name: str,
            binds: Mapping[Any, Buffer] | None) -> Any:
     host_target = cfg.host_target
     parts: dict[Any, tuple[Target, dict[str, Any]]] = {}
     names: dict[str, Target] = {}  # function names are global across the whole build
     for tgt, item in work:
-        device = tgt.device_type != host_target.device_type
         with tgt:
             mod = _annotate(_lowered(item, args, name, binds, tgt), tgt)
-            mod = run_passes(mod, pipeline.instantiate(pipeline.DEVICE_BUILD if device else pipeline.HOST_BUILD))
+            mod = run_passes(mod, _pipeline(tgt, host_target))
         clash = sorted(set(names) & set(mod.functions))
         if clash:
             raise LoomValueError(f"build(): function(s) {clash} of the input for {tgt.without_host()} are already "
@@ -152,12 +140,12 @@ def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequenc
         for key, (t, funcs) in _by_target(mod, tgt).items():
             parts.setdefault(key, (t, {}))[1].update(funcs)
     host_key = target_key(host_target.without_host())
-    built = {key: _codegen(IRModule(funcs), t) for key, (t, funcs) in parts.items()}
+    built = {key: build_module(IRModule(funcs), t) for key, (t, funcs) in parts.items()}
     host = built.pop(host_key, None)
     if host is None:
         if len(built) == 1:
-            return next(iter(built.values()))
-        host = _codegen(IRModule({}), host_target)
+            return link(next(iter(built.values())))
+        host = build_module(IRModule({}), host_target)
     for dev in built.values():
-        _import(host, dev)
-    return host
+        host.import_module(dev)
+    return link(host)

@@ -12,6 +12,8 @@ The order, with the slots where user and plugin passes run (see ``pipeline.py``)
 
 Plugin passes come from the ``loom_lower_passes(target, phase)`` hook and are asked
 for only when a target is known: inside ``loom.build`` or under ``with Target(...)``.
+A plugin places them after the phase's built-in passes (a list), or before and/or
+after them (``{"before": [...], "after": [...]}``); user passes run last.
 """
 
 from __future__ import annotations
@@ -120,19 +122,42 @@ def form_prim_func(body: Stmt, args: Sequence[Any], name: str, binds: Mapping[An
     return PrimFunc(params, body, buffer_map=buffer_map, attrs=attrs)
 
 
-def _plugin_passes(target: Target | None, phase: int) -> list[Pass]:
+_PLACES = ("before", "after")
+
+
+def _plugin_passes(target: Target | None, phase: int) -> dict[str, list[Pass]]:
+    """Plugin passes of ``phase``, by place: ``{"before": [...], "after": [...]}`` the built-in passes."""
+    out: dict[str, list[Pass]] = {place: [] for place in _PLACES}
     if target is None:
-        return []
+        return out
     from ..plugins import get_plugin_manager
 
-    out: list[Pass] = []
-    for contributed in get_plugin_manager().hook.loom_lower_passes(target=target, phase=phase):
+    hook = get_plugin_manager().hook.loom_lower_passes
+    for impl in reversed(hook.get_hookimpls()):  # registration order
+        try:
+            contributed = impl.function(target=target, phase=phase)
+        except LoomError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a plugin's bug, named
+            raise PluginError(f"plugin {impl.plugin_name!r}: loom_lower_passes(phase={phase}) raised "
+                              f"{type(err).__name__}: {err}") from err
         if contributed is None:
             continue
-        if not isinstance(contributed, (list, tuple)):
-            raise PluginError(f"a plugin's loom_lower_passes(phase={phase}) returned a "
-                              f"{type(contributed).__name__}; expected a list of passes or None")
-        out += [as_pass(p, f"loom_lower_passes(phase={phase})") for p in contributed]
+        where = f"plugin {impl.plugin_name!r}: loom_lower_passes(phase={phase})"
+        if isinstance(contributed, dict):
+            unknown = sorted(set(contributed) - set(_PLACES))
+            if unknown:
+                raise PluginError(f"{where} returned places {unknown}; expected 'before' and/or 'after'")
+            placed = contributed
+        elif isinstance(contributed, (list, tuple)):
+            placed = {"after": contributed}
+        else:
+            raise PluginError(f"{where} returned a {type(contributed).__name__}; expected a list of passes, "
+                              "a dict {'before': [...], 'after': [...]}, or None")
+        for place, passes in placed.items():
+            if not isinstance(passes, (list, tuple)):
+                raise PluginError(f"{where}: {place!r} must be a list of passes, got {type(passes).__name__}")
+            out[place] += [as_pass(p, where) for p in passes]
     return out
 
 
@@ -151,8 +176,10 @@ def phase_passes(target: Target | None = None, simple_mode: bool = False,
     user = _user_passes(ctx)
     passes: list[Pass] = []
     for phase, builtin in enumerate(pipeline.PHASES):
+        plugin = _plugin_passes(target, phase)
+        passes += plugin["before"]
         passes += pipeline.instantiate(builtin, skip)
-        passes += _plugin_passes(target, phase)
+        passes += plugin["after"]
         passes += user[phase]
     passes += pipeline.instantiate(pipeline.API, skip)
     return passes

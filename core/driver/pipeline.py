@@ -5,9 +5,10 @@ Each entry is ``(name, factory)``; a factory returns a fresh
 called, so importing the driver stays cheap and a missing pass module is an
 error naming the module, not an ImportError from deep inside ``lower``.
 
-User passes (``build_config(add_lower_pass=...)``) and plugin passes
-(the ``loom_lower_passes(target, phase)`` hook) run after the built-in passes of
-their phase: built-in, then plugin, then user.
+Plugin passes (the ``loom_lower_passes(target, phase)`` hook) run before or after
+the built-in passes of their phase, as the plugin asks, and user passes
+(``build_config(add_lower_pass=...)``) last: plugin "before", built-in, plugin
+"after", user.
 
 >>> [name for name, _ in PHASE_2]
 ['LoopPartition', 'VectorizeLoop', 'InjectVirtualThread', 'InjectDoubleBuffer', 'StorageRewrite', 'UnrollLoop']
@@ -23,7 +24,7 @@ from ..transform.pass_base import Pass
 
 __all__ = [
     "PassFactory", "lazy_pass", "PHASE_0", "PHASE_1", "PHASE_2", "PHASE_3", "API", "PHASES",
-    "SIMPLE_MODE_SKIPS", "DEVICE_BUILD", "HOST_BUILD", "instantiate",
+    "SIMPLE_MODE_SKIPS", "DEVICE_BUILD", "HOST_BUILD", "HOST_BUILD_GPU_THREADS", "host_build", "instantiate",
 ]
 
 PassFactory = Callable[[], Pass]
@@ -86,20 +87,35 @@ PHASES = (PHASE_0, PHASE_1, PHASE_2, PHASE_3)
 #: What ``lower(..., simple_mode=True)`` leaves out (seed 003).
 SIMPLE_MODE_SKIPS = frozenset({"LoopPartition", "UnrollLoop", "MakeAPI"})
 
-# build(), for a device target: split the kernels out, then barriers and intrinsics.
-# Every function of the split module goes through these (each pass looks at the
-# function's own attrs["target"]; host functions have no barriers to insert).
+# build(), for a device target: split the kernels out, put the host code's buffers on the
+# device, then barriers and intrinsics.  Every function of the split module goes through
+# these (each pass looks at the function's own attrs; host functions have no barriers to insert).
 DEVICE_BUILD = [
     ("SplitHostDevice", lazy_pass("split_host_device", "SplitHostDevice")),
+    ("PlanDeviceMemory", lazy_pass("device_memory", "PlanDeviceMemory")),
     ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "global")),  # only under detect_global_barrier
     ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "shared")),
     ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
 ]
 
-# build(), for a CPU target.
-HOST_BUILD = [
+# build(), for a CPU target whose backend runs thread-bound code as blocks of threads (interp).
+HOST_BUILD_GPU_THREADS = [
+    ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "global")),
+    ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "shared")),
     ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
 ]
+
+# build(), for a CPU target whose backend runs bound threads one after another (llvm, c):
+# a program that needs a barrier cannot run that way, and says so.
+HOST_BUILD = [
+    ("RefuseThreadBarriers", lazy_pass("device_memory", "RefuseThreadBarriers")),
+    ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
+]
+
+
+def host_build(thread_semantics: str) -> list[tuple[str, PassFactory]]:
+    """The build pipeline of a CPU target whose backend has ``thread_semantics`` (``"gpu"`` or ``"serial"``)."""
+    return HOST_BUILD_GPU_THREADS if thread_semantics == "gpu" else HOST_BUILD
 
 
 def instantiate(entries: list[tuple[str, PassFactory]], skip: frozenset[str] = frozenset()) -> list[Pass]:

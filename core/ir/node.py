@@ -98,10 +98,9 @@ class Node:
     def __deepcopy__(self, memo: Any) -> Any:
         return self
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        from .serialize import load_json, save_json
-
-        return (load_json, (save_json(self),))
+    # Pickling is attrs' default for slotted classes: field by field, so one Var (or Buffer,
+    # or Tensor) referenced from many places is one object again after loading, as the
+    # pickle memo preserves sharing.  JSON (save_json) is the format for untrusted data.
 
 
 _BY_KEY[Node.type_key] = Node

@@ -215,6 +215,13 @@ class NativeRunner:
         """Call the function on packed ``words``; raise AssertionFailed when it reports an error."""
         err = ctypes.c_char_p()
         if self._fn(self._words_t(*words), ctypes.byref(err)) != 0:
+            from .linking import take_pending_error
+
+            # A Python module called from this native code (a kernel run by the interpreter, a
+            # device driver) raised: re-raise that exception rather than its message.
+            pending = take_pending_error()
+            if pending is not None:
+                raise pending
             from ..testing import AssertionFailed  # loom.testing imports the runtime: import on use
 
             raw = err.value

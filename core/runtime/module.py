@@ -20,7 +20,7 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 import attrs
 
@@ -29,6 +29,9 @@ from ..ir.function import IRModule, PrimFunc
 from ..target.devices import Device, cpu
 from .arguments import ArgumentChecker, BoundCall
 from .fast_path import FastPath
+
+if TYPE_CHECKING:
+    from ..backend.base import ModuleInfo
 
 __all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION",
            "lowered_functions", "module_target"]
@@ -162,13 +165,24 @@ class Module:
     * ``_export_payload() -> bytes`` (and optionally ``_export_header() -> dict``),
       with a ``loom_load_module`` hookimpl for ``format`` that rebuilds the
       module from :func:`read_export`;
-    * ``_synchronize()`` when calls return before the device finishes.
+    * ``_synchronize()`` when calls return before the device finishes;
+    * for calls between modules (:mod:`loom.runtime.linking`):
+      ``native_function(name)``, ``call_words(name, words)`` and
+      ``link_import(name, provider)``; native modules inherit all three from
+      :class:`~loom.runtime.native_module.NativeModule`.
 
     The class attribute ``format`` names the export format and ``type_key``;
     ``assumed_alignment`` caps the alignment arguments are copied to.
+    Modules built by a backend's stages also carry :attr:`info` (their
+    :class:`~loom.backend.ModuleInfo`) and :attr:`artifact` (the compiled bytes),
+    which is how a host module embeds the modules it imports when exported.
     """
 
     format: ClassVar[str] = ""
+    #: What the backend stages recorded (None for a module made by hand).
+    info: ModuleInfo | None = None
+    #: The compiled bytes this module was loaded from (None for a module made by hand).
+    artifact: bytes | None = None
     #: The largest pointer alignment the generated code relies on (None: each buffer's
     #: ``data_alignment``); see :class:`~loom.runtime.arguments.ArgumentChecker`.
     assumed_alignment: ClassVar[int | None] = None
@@ -184,6 +198,36 @@ class Module:
         self.imported_modules: list[Module] = list(imported_modules)
         self.device = device or cpu(0)
         self._packed: dict[str, PackedFunc] = {}
+
+    def _adopt_build(self, info: ModuleInfo, artifact: bytes) -> None:
+        """Record the stage outputs this module was loaded from (called by :mod:`loom.backend.stages`)."""
+        self.info, self.artifact = info, artifact
+
+    # -- calls between modules (loom.runtime.linking) -----------------------------
+    @property
+    def imports(self) -> tuple[str, ...]:
+        """Functions this module calls that other modules define (linked by :func:`loom.runtime.linking.link`)."""
+        return self.info.imports if self.info is not None else ()
+
+    def native_function(self, name: str) -> tuple[int, Any]:
+        """``(address, keepalive)`` of a native-ABI function running ``name`` (see :mod:`loom.runtime.abi`).
+
+        Native modules hand out the compiled function itself; others a ctypes
+        callback into :meth:`call_words`, kept alive by ``keepalive``.
+        """
+        from .linking import words_callback
+
+        if name not in self._signatures:
+            raise LoomValueError(f"{self.type_key} module has no function {name!r}; it has {sorted(self._signatures)}")
+        return words_callback(self, name)
+
+    def call_words(self, name: str, words: Sequence[int]) -> None:
+        """Run ``name`` on native-ABI argument words (a call from another module)."""
+        raise LoomTypeError(f"a {self.type_key} module cannot be called from another module")
+
+    def link_import(self, name: str, provider: Module) -> None:
+        """Make this module's calls of ``name`` go to ``provider`` (which defines it)."""
+        raise LoomTypeError(f"a {self.type_key} module cannot call functions of other modules")
 
     # -- backend interface -------------------------------------------------------
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:

@@ -35,9 +35,8 @@ from typing import Any, Mapping, Sequence
 from ..errors import LoomError, LoomValueError, SerializationError
 from ..ir.function import IRModule, PrimFunc
 from ..ir.serialize import load_json, save_json
-from ..ir.stmt import no_op
-from .abi import library_function, native_runner
-from .module import EXPORT_VERSION, Module, Runner
+from .module import EXPORT_VERSION, Module
+from .native_module import NativeModule
 
 __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "configured_num_threads",
            "library_metadata", "link_shared_library", "is_shared_library", "read_library_metadata",
@@ -116,25 +115,28 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _signature_only(func: PrimFunc) -> PrimFunc:
-    # The checker needs params, buffer_map and attrs; the body would only bloat the library.
-    return PrimFunc(func.params, no_op(), func.ret_type, func.buffer_map, func.attrs)
-
-
 def library_metadata(module: Module, sources: Mapping[str, str], symbols: Mapping[str, str]) -> bytes:
     """The metadata a native ``module`` embeds in its exported library (UTF-8 JSON).
 
     :param sources: generated code by ``get_source`` format (e.g. ``{"c": text}``).
     :param symbols: each function's C symbol in the library, by function name.
+
+    Besides the signatures it records the functions the module imports and, packed
+    with :func:`~loom.runtime.linking.pack_modules`, every module it imports, so
+    the loaded library links them again.
     """
-    sigs = {name: _signature_only(f) for name, f in module._signatures.items()}
+    from ..backend.base import signature_of
+    from .linking import pack_modules
+
+    sigs = {name: signature_of(f) for name, f in module._signatures.items()}
     missing = sorted(set(sigs) - set(symbols))
     if missing:
         raise LoomValueError(f"library_metadata: no symbol given for functions {missing}")
     doc = {"loom_module": EXPORT_VERSION, "format": module.format, "entry": module.entry_name,
            "symbols": {n: str(symbols[n]) for n in sigs}, "signatures": save_json(IRModule(sigs)),
            "sources": dict(sources), "default_source": next(iter(sources), ""),
-           "assumed_alignment": module.assumed_alignment}
+           "assumed_alignment": module.assumed_alignment, "imports": list(module.imports),
+           "embedded": pack_modules(module.imported_modules) if module.imported_modules else ""}
     return json.dumps(doc, sort_keys=True).encode("utf-8")
 
 
@@ -218,12 +220,25 @@ def read_library_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     return _open(os.fspath(path))[1]
 
 
-class LibraryModule(Module):
+def _private_copy(path: str) -> str:
+    """A copy of ``path`` in a temporary folder, so its globals (import slots) are this module's own.
+
+    ``dlopen`` of one path twice returns one handle, whose import slots two
+    modules would then overwrite for each other.
+    """
+    work = tempfile.mkdtemp(prefix="loom_lib_")
+    copy = os.path.join(work, os.path.basename(path) or "module.so")
+    shutil.copyfile(path, copy)
+    return copy
+
+
+class LibraryModule(NativeModule):
     """A native module loaded from a shared library that ``export_library`` wrote.
 
     Backends return one from their ``loom_load_module`` hook; users get it from
     :func:`loom.runtime.load_module`.  Calls go through the same argument checks
-    and native ABI as the module that was exported.
+    and native ABI as the module that was exported, and the modules it embeds
+    are restored through their backends and linked again.
 
     :param path: the shared library.
     """
@@ -232,26 +247,36 @@ class LibraryModule(Module):
         self.path = os.path.abspath(os.fspath(path))
         self._lib, meta = _open(self.path)
         self.format = meta["format"]  # type: ignore[misc]  # per instance: the exporter's format
-        self._symbols: dict[str, str] = meta["symbols"]
         self._sources: dict[str, str] = dict(meta.get("sources") or {})
         self._default_source = str(meta.get("default_source") or "")
+        self._imports = tuple(str(x) for x in meta.get("imports") or ())
         align = meta.get("assumed_alignment")
         if isinstance(align, int) and align > 0:
             self.assumed_alignment = align  # type: ignore[misc]  # what the exporter's code relies on
         mod = load_json(meta["signatures"])
         if not isinstance(mod, IRModule):
             raise SerializationError(f"{self.path!r}: the signatures are a {type(mod).__name__}, not an IRModule")
-        try:
-            threads = ctypes.c_int32.in_dll(self._lib, THREADS_SYMBOL)
-        except ValueError:
-            threads = None  # a library without parallel regions may omit the knob
-        if threads is not None:
-            bind_thread_knob(self, ctypes.addressof(threads))
+        if self._imports:
+            self._lib = _open(_private_copy(self.path))[0]
         entry = meta["entry"] or None
-        super().__init__(dict(mod.functions), entry if entry in mod.functions else None)
+        super().__init__(dict(mod.functions), entry if entry in mod.functions else None, meta["symbols"])
+        embedded = meta.get("embedded") or ""
+        if embedded:
+            from .linking import link, unpack_modules
 
-    def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        return native_runner(library_function(self._lib, self._symbols.get(name, name), self.path), func, name)
+            for sub in unpack_modules(embedded, self.path):
+                self.import_module(sub)
+            link(self)
+
+    @property
+    def imports(self) -> tuple[str, ...]:
+        return self._imports
+
+    def _symbol_address(self, symbol: str) -> int | None:
+        try:
+            return ctypes.addressof(ctypes.c_char.in_dll(self._lib, symbol))
+        except ValueError:
+            return None
 
     def get_source(self, fmt: str = "") -> str:
         """The generated code the exporter embedded (``fmt`` ``""``: the first form)."""

@@ -211,6 +211,15 @@ class PassInfo:
     required: tuple[str, ...] = ()
 
 
+def _name_pass(err: LoomError, name: str) -> None:
+    """Say in ``err``'s message which pass raised it (the innermost one, once)."""
+    if getattr(err, "pass_name", None) is not None:
+        return
+    err.pass_name = name  # type: ignore[attr-defined]
+    if err.args and isinstance(err.args[0], str):
+        err.args = (f"{err.args[0]} (in pass {name})", *err.args[1:])
+
+
 class Pass:
     """A transformation of an IRModule.  Call it with a module (or a PrimFunc)."""
 
@@ -231,10 +240,13 @@ class Pass:
             inst.run_before_pass(mod, self.info)
         try:
             out = self.transform(mod, ctx)
-        except LoomError:
+        except LoomError as err:
+            _name_pass(err, self.info.name)
             raise
         except Exception as err:  # name the pass that broke
-            raise LoomError(f"pass {self.info.name} failed: {type(err).__name__}: {err}") from err
+            wrapped = LoomError(f"pass {self.info.name} failed: {type(err).__name__}: {err}")
+            wrapped.pass_name = self.info.name  # type: ignore[attr-defined]
+            raise wrapped from err
         if not isinstance(out, IRModule):
             raise LoomTypeError(f"pass {self.info.name} returned a {type(out).__name__}, not an IRModule")
         for inst in ctx.instruments:

@@ -15,8 +15,12 @@ outermost ``thread_extent`` region becomes a PrimFunc ``<name>_kernel<k>``:
   ``tir.kernel_launch_params`` (the tags, in parameter order).
 
 The region is replaced in the host function by
-``Evaluate(Call(int32, GlobalVar(kernel), [args..., extents...]))`` and the
-host function's target becomes ``target.host`` (or the default host).
+``Evaluate(Call(int32, GlobalVar(kernel), [args..., extents...]))``; the host
+function's target becomes ``target.host`` (or the default host) and
+``attrs["loom.device_target"]`` records the device target, whose memory its
+buffers live in (PlanDeviceMemory acts on it).  A function built for a device
+that has no thread-bound region becomes such a host function too: its code
+runs on the host, and PlanDeviceMemory refuses it if it touches device memory.
 Functions without a device target are left alone.
 
 >>> import loom
@@ -49,7 +53,7 @@ from ._util import uses_vars
 from ._util2 import free_vars, is_thread_attr
 from .pass_base import Pass, PassContext, module_pass
 
-__all__ = ["SplitHostDevice", "split_host_device"]
+__all__ = ["SplitHostDevice", "split_host_device", "DEVICE_TARGET_ATTR"]
 
 _CPU = 1
 
@@ -113,16 +117,19 @@ def _host_of(target: Target) -> Target:
     return target.host if target.host is not None else CompilationConfig(None, [target]).host_target
 
 
+#: ``PrimFunc.attrs`` key of a host function made from a device function: the device's Target.
+DEVICE_TARGET_ATTR = "loom.device_target"
+
+
 def split_host_device(func: PrimFunc, name: str = "main") -> tuple[PrimFunc, dict[str, PrimFunc]]:
-    """The host function and its kernels ``{name: PrimFunc}`` (no kernels: ``func`` unchanged)."""
+    """The host function and its kernels ``{name: PrimFunc}`` (not a device function: ``func`` unchanged)."""
     target = func.attrs.get("target")
     if not isinstance(target, Target) or target.device_type == _CPU:
         return func, {}
     splitter = _Splitter(str(func.attrs.get("global_symbol", name)), func, target)
     body = splitter.visit(func.body)
-    if not splitter.kernels:
-        return func, {}
-    return func.with_(body=body, attrs={**func.attrs, "target": _host_of(target)}), splitter.kernels
+    attrs = {**func.attrs, "target": _host_of(target), DEVICE_TARGET_ATTR: target}
+    return func.with_(body=body, attrs=attrs), splitter.kernels
 
 
 def SplitHostDevice() -> Pass:  # noqa: N802 - classic factory name
@@ -136,7 +143,7 @@ def SplitHostDevice() -> Pass:  # noqa: N802 - classic factory name
                 funcs[name] = f
                 continue
             host, kernels = split_host_device(f, name)
-            changed |= host is not f
+            changed |= host is not f or bool(kernels)
             funcs[name] = host
             for kname, k in kernels.items():
                 if kname in mod.functions or kname in funcs:

@@ -7,6 +7,7 @@ import types
 import pytest
 
 import loom
+import loom.backend
 from loom.driver import pipeline
 from loom.ir import BufferStore, IRModule, PrimFunc
 from loom.plugins import hookimpl
@@ -56,20 +57,43 @@ def add_one():
     return make
 
 
-class FakeModule:
-    """What the fake backend returns: the module and target it was given."""
+class FakeModule(loom.runtime.Module):
+    """What the fake backend loads: the functions' signatures and the target they were built for."""
 
-    def __init__(self, mod: IRModule, target):
-        self.mod, self.target = mod, target
-        self.imported_modules: list = []
+    format = "fake"
 
-    def import_module(self, other):
-        self.imported_modules.append(other)
+    def __init__(self, mod, info):
+        super().__init__(dict(info.functions), info.entry or None)
+        self.mod, self.target = mod, loom.target.Target(info.target)
+        self.links: dict = {}
+
+    def link_import(self, name, provider):
+        self.links[name] = provider
+
+
+class FakeBackend(loom.backend.Backend):
+    """Stages that record what they built; the source and the artifact are the IRModule's JSON."""
+
+    cacheable = False
+
+    def __init__(self, kind, calls):
+        self.kind, self.calls = kind, calls
+
+    def render(self, mod, options):
+        return {"json": loom.save_json(mod)}
+
+    def compile(self, sources, options):
+        return sources["json"].encode()
+
+    def load(self, data, info):
+        out = FakeModule(loom.load_json(data.decode()), info)
+        self.calls.append(out)
+        return out
 
 
 @pytest.fixture
 def fake_backend():
-    """A plugin with kinds ``fakecpu`` (cpu), ``fakegpu`` (cuda) and ``nocodegen`` (cpu, no codegen)."""
+    """A plugin with kinds ``fakecpu`` (cpu), ``fakegpu`` (cuda) and ``nocodegen`` (cpu, no backend)."""
     calls: list[FakeModule] = []
     plugin = types.ModuleType("fake_backend")
 
@@ -79,15 +103,11 @@ def fake_backend():
         return [TargetKind("fakecpu", "cpu", {}), TargetKind("fakegpu", "cuda", {}),
                 TargetKind("nocodegen", "cpu", {})]
 
-    def codegen(mod, target):
-        if target.kind_name not in ("fakecpu", "fakegpu"):
-            return None
-        out = FakeModule(mod, target)
-        calls.append(out)
-        return out
+    def backend(target_kind):
+        return FakeBackend(target_kind, calls) if target_kind in ("fakecpu", "fakegpu") else None
 
     plugin.loom_target_kinds = hookimpl(kinds)
-    plugin.loom_codegen = hookimpl(codegen)
+    plugin.loom_backend = hookimpl(backend)
     loom.plugins.register(plugin)
     try:
         yield calls

@@ -1,7 +1,7 @@
-"""build(): target resolution, annotation, host/device split, codegen through the plugin hook.
+"""build(): target resolution, annotation, host/device split, the backend's stages through the plugin hook.
 
 Backends are stand-ins (the ``fake_backend`` fixture registers kinds fakecpu/fakegpu
-and a recording ``loom_codegen``); the built-in passes are recorders.
+and a recording ``loom_backend``); the built-in passes are recorders.
 """
 
 import importlib
@@ -60,7 +60,7 @@ def test_unknown_target_kind_lists_the_installed_ones(fake_backend, add_one):
         build(add_one(), target="nonesuch")
 
 
-def test_a_kind_without_codegen_is_a_clear_error(fake_pipeline, fake_backend, add_one):
+def test_a_kind_without_a_backend_is_a_clear_error(fake_pipeline, fake_backend, add_one):
     with pytest.raises(PluginError, match="no backend can build target kind 'nocodegen'; installed.*fakecpu"):
         build(add_one(), target="nocodegen")
 
@@ -115,11 +115,23 @@ def test_clashing_function_names_are_an_error(fake_pipeline, fake_split, fake_ba
         build({"fakecpu": add_one("same"), "fakegpu": add_one("same")})
 
 
-def test_dump_pass_ir_numbers_every_pass_of_a_build(fake_pipeline, fake_backend, add_one, tmp_path):
+def test_dump_pass_ir_numbers_every_pass_and_stage_of_a_build(fake_pipeline, fake_backend, add_one, tmp_path):
     with loom.driver.build_config(dump_pass_ir=True, dump_pass_ir_dir=str(tmp_path)):
         build(add_one(), target="fakecpu")
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert len(names) == 13 and names[0] == "00_StorageFlatten.txt" and names[-1] == "12_LowerIntrin.txt"
+    assert len(names) == 17 and names[0] == "00_StorageFlatten.txt" and names[12] == "12_LowerIntrin.txt"
+    # Then every backend stage's output: options, rendered source, compiled artifact, loaded module's metadata.
+    assert names[13:] == ["13_fakecpu.options.json", "14_fakecpu.render.json", "15_fakecpu.compile.bin",
+                          "16_fakecpu.load.json"]
+    assert (tmp_path / names[14]).read_text() == (tmp_path / names[15]).read_text()  # this fake compiles to its text
+    assert "add_one" in (tmp_path / names[16]).read_text()
+
+
+def test_loom_dump_dir_writes_passes_and_stages(fake_pipeline, fake_backend, add_one, tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOM_DUMP_DIR", str(tmp_path / "dump"))
+    build(add_one(), target="fakecpu")
+    names = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert names[0] == "00_StorageFlatten.txt" and names[-1] == "16_fakecpu.load.json"
 
 
 def test_without_any_target_the_default_host_is_used(fake_pipeline, fake_backend, add_one, monkeypatch):
@@ -136,3 +148,50 @@ def test_a_schedule_needs_args(fake_backend):
     B = compute((4,), lambda i: A[i], name="B")
     with pytest.raises(loom.LoomValueError, match="needs args"):
         build(create_schedule(B.op), target="fakecpu")
+
+
+def test_plugin_passes_run_before_or_after_the_built_in_passes(fake_pipeline, fake_backend, add_one):
+    import types
+
+    from loom.plugins import hookimpl
+
+    from conftest import recording_pass
+
+    def passes(target, phase):
+        if phase == 1:
+            return {"before": [recording_pass("PluginBefore1", fake_pipeline)],
+                    "after": [recording_pass("PluginAfter1", fake_pipeline)]}
+        if phase == 3:
+            return [recording_pass("PluginAfter3", fake_pipeline)]  # a plain list runs after
+        return None
+
+    plugin = types.ModuleType("placed_passes")
+    plugin.loom_lower_passes = hookimpl(passes)
+    loom.plugins.register(plugin)
+    try:
+        with loom.driver.build_config(add_lower_pass=[(1, recording_pass("User1", fake_pipeline))]):
+            build(add_one(), target="fakecpu")
+    finally:
+        loom.plugins.unregister(plugin)
+    assert fake_pipeline[:5] == ["PluginBefore1", "StorageFlatten", "CanonicalSimplify", "PluginAfter1", "User1"]
+    assert fake_pipeline[-4:] == ["RewriteUnsafeSelect", "PluginAfter3", "MakeAPI", "LowerIntrin"]
+
+
+@pytest.mark.parametrize("answer,match", [
+    ({"during": []}, r"returned places \['during'\]; expected 'before' and/or 'after'"),
+    (42, "returned a int; expected a list of passes, a dict"),
+    ({"before": 3}, "'before' must be a list of passes, got int"),
+])
+def test_malformed_plugin_passes_name_the_plugin(fake_pipeline, fake_backend, add_one, answer, match):
+    import types
+
+    from loom.plugins import hookimpl
+
+    plugin = types.ModuleType("bad_passes")
+    plugin.loom_lower_passes = hookimpl(lambda target, phase: answer)
+    loom.plugins.register(plugin)
+    try:
+        with pytest.raises(PluginError, match=f"plugin 'bad_passes': loom_lower_passes\\(phase=0\\):? {match}"):
+            build(add_one(), target="fakecpu")
+    finally:
+        loom.plugins.unregister(plugin)

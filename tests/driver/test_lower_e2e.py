@@ -237,6 +237,10 @@ def test_build_for_a_device_splits_kernels_into_an_imported_module(fake_backend)
     assert kernel.attrs["calling_conv"] == "device_kernel" and kernel.attrs["target"].kind_name == "fakegpu"
     assert host.mod["default_function"].attrs["target"].kind_name == "fakecpu"
     assert count(host.mod["default_function"].body, loom.ir.AttrStmt) == 0  # no thread scope left on the host
+    # The host calls the kernel by name; linking hands it the device module that defines it.
+    assert host.imports == ("default_function_kernel0",) and host.links == {"default_function_kernel0": dev}
+    # Its buffer arguments live on the device (PlanDeviceMemory).
+    assert tuple(host.mod["default_function"].attrs["loom.arg_devices"]) == (2, 2)
 
 
 def _global_exchange_kernel():

@@ -61,11 +61,21 @@ def test_nodes_hash_by_identity():
     assert d[x] == 1
 
 
-def test_pickle_goes_through_json():
+def test_pickle_keeps_sharing():
     x = loom.var("x")
     e = x * x
     back = pickle.loads(pickle.dumps(e))
     assert back.a is back.b and loom.structural_equal(back, e, map_free_vars=True)
+    # One Var pickled with two expressions is one Var after loading (a memo per pickle, as for any object).
+    a, b = pickle.loads(pickle.dumps((x + 1, x * 2)))
+    assert a.a is b.a and a.a is not x
+
+
+def test_ops_pickle_to_their_registered_singleton():
+    op = loom.ir.Op.get("tir.exp")
+    assert pickle.loads(pickle.dumps(op)) is op
+    call = loom.exp(loom.var("y", "float32"))
+    assert pickle.loads(pickle.dumps(call)).op is op
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,11 @@ def test_backend_is_discovered(dist, name, module, kind, device_type, keys):
     info = next(p for p in plugins.list_plugins() if p.name == name)
     assert (info.dist, info.version, info.module, info.status) == (dist, version, module, "loaded")
     assert info.target_kinds == (kind,)
-    # A backend contributes its target kind, and once registered its code generator and loader.
+    # A backend contributes its target kind, and once registered its stages, intrinsic rules,
+    # lowering passes and loader.
     assert "loom_target_kinds" in info.hooks
-    assert set(info.hooks) <= {"loom_target_kinds", "loom_codegen", "loom_load_module"}
+    assert set(info.hooks) <= {"loom_target_kinds", "loom_backend", "loom_intrinsic_rules", "loom_lower_passes",
+                               "loom_load_module"}
     found, owner = plugins.collect_target_kinds()[kind]
     assert owner == name and found.device_type == device_type and found.default_keys == keys
 

@@ -38,7 +38,8 @@ def test_builtin_plugin_contributes_interp():
     """The core's own plugin goes through the manager like any other."""
     info = _info("builtin")
     assert (info.status, info.dist, info.module) == ("builtin", "loom", "loom.plugins.builtin")
-    assert info.target_kinds == ("interp",) and info.hooks == ("loom_codegen", "loom_load_module", "loom_target_kinds")
+    assert info.target_kinds == ("interp",) and info.hooks == ("loom_backend", "loom_device_api", "loom_load_module",
+                                                            "loom_target_kinds")
     kind, owner = plugins.collect_target_kinds()["interp"]
     assert owner == "builtin" and kind.device_type == 1 and kind.default_keys == ("cpu", "interp")
     assert loom.target.Target("interp").keys == ("cpu", "interp")
@@ -81,7 +82,7 @@ def test_misspelled_hook_is_reported_with_a_suggestion(fake_entry_points):
 
 
 def test_hook_with_an_argument_the_spec_lacks_is_reported(fake_entry_points):
-    bad_args = module_with("args_mod", loom_codegen=hookimpl(lambda mod, target, fast: None))
+    bad_args = module_with("args_mod", loom_backend=hookimpl(lambda target_kind, fast: None))
     with pytest.warns(plugins.PluginLoadWarning):
         fake_entry_points(FakeEntryPoint("args", bad_args))
         [broken] = plugins.broken_plugins()
@@ -144,8 +145,8 @@ def test_register_twice_is_an_error():
 
 
 def test_register_rejects_unknown_hook_and_leaves_nothing_behind():
-    typo = module_with("loom_test_typo", loom_codgen=hookimpl(lambda mod, target: None))
-    with pytest.raises(PluginError, match="unknown hook 'loom_codgen'.*did you mean 'loom_codegen'"):
+    typo = module_with("loom_test_typo", loom_bakend=hookimpl(lambda target_kind: None))
+    with pytest.raises(PluginError, match="unknown hook 'loom_bakend'.*did you mean 'loom_backend'"):
         plugins.register(typo)
     assert not plugins.get_plugin_manager().has_plugin("loom_test_typo")
 
@@ -198,5 +199,6 @@ def test_manager_is_built_once_across_threads():
 
 def test_plugin_info_to_dict_is_json_ready():
     d = _info("builtin").to_dict()
-    assert d["target_kinds"] == ["interp"] and d["hooks"] == ["loom_codegen", "loom_load_module", "loom_target_kinds"]
+    assert d["target_kinds"] == ["interp"] and d["hooks"] == ["loom_backend", "loom_device_api", "loom_load_module",
+                                                         "loom_target_kinds"]
     assert d["error"] is None and d["status"] == "builtin"

@@ -24,15 +24,16 @@ def test_plugins_table(capsys):
     header, *rows = out.splitlines()
     assert code == 0 and header.split() == ["NAME", "VERSION", "DISTRIBUTION", "STATUS", "CONTRIBUTES"]
     assert rows[0].split() == ["builtin", loom.__version__, "loom", "builtin", "target", "kinds:",
-                               "interp", "(cpu);", "hooks:", "loom_codegen,", "loom_load_module"]
+                               "interp", "(cpu);", "hooks:", "loom_backend,", "loom_device_api,",
+                               "loom_load_module"]
 
 
 def test_plugins_table_lists_hooks_beyond_target_kinds(capsys):
-    plugins.register(module_with("loom_test_cg", loom_codegen=hookimpl(lambda mod, target: None)),
-                     name="codegen-only")
+    plugins.register(module_with("loom_test_cg", loom_backend=hookimpl(lambda target_kind: None)),
+                     name="backend-only")
     _, out, _ = _run(capsys, "plugins")
-    [row] = [line for line in out.splitlines() if line.startswith("codegen-only")]
-    assert row.split()[1:] == ["-", "-", "loaded", "hooks:", "loom_codegen"]
+    [row] = [line for line in out.splitlines() if line.startswith("backend-only")]
+    assert row.split()[1:] == ["-", "-", "loaded", "hooks:", "loom_backend"]
 
 
 def test_plugins_json_matches_list_plugins(capsys):

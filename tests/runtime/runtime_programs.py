@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import loom
+from loom.backend import build_module
 from loom.ir import AssertStmt, AttrStmt, Buffer, BufferStore, Evaluate, For, GlobalVar, IRModule, PrimFunc, seq
 from loom.ir import expr as E
-from loom.plugins import get_plugin_manager
 from loom.target import Target
 
 
@@ -31,9 +31,9 @@ def interp_module(*funcs: PrimFunc) -> IRModule:
 
 
 def build(*funcs: PrimFunc) -> Any:
-    """Build through the plugin hook, as ``loom.build`` does."""
+    """Build through the interp backend's stages, as ``loom.build`` does."""
     mod = interp_module(*funcs)
-    return get_plugin_manager().hook.loom_codegen(mod=mod, target=mod.attrs["target"])
+    return build_module(mod, mod.attrs["target"])
 
 
 def vadd(dtype: str = "float32", name: str = "vadd") -> PrimFunc:

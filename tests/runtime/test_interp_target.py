@@ -1,8 +1,6 @@
-"""The ``interp`` target's build path: the built-in plugin's codegen and loader hooks."""
+"""The ``interp`` target's build path: the built-in plugin's backend and loader hooks."""
 
 from __future__ import annotations
-
-import types
 
 import numpy as np
 import pytest
@@ -10,22 +8,27 @@ import pytest
 import loom
 from loom.ir import BufferStore, For
 from loom.plugins import builtin, get_plugin_manager
+from loom.backend import build_module
 from loom.runtime import InterpModule, nd
+from loom.runtime.interp_module import InterpBackend
 from loom.target import Target
 from loom.testing import AssertionFailed, OutOfBoundsError
 
 from runtime_programs import build, guarded, host_and_kernel, interp_module, prim, vadd
 
 
-def test_codegen_hook_builds_an_interp_module():
+def test_backend_hook_builds_an_interp_module():
     mod = interp_module(vadd())
-    m = get_plugin_manager().hook.loom_codegen(mod=mod, target=Target("interp"))
-    assert isinstance(m, InterpModule) and m.ir_module is mod and str(m.target) == "interp"
+    backend = get_plugin_manager().hook.loom_backend(target_kind="interp")
+    assert isinstance(backend, InterpBackend) and backend.thread_semantics == "gpu" and not backend.cacheable
+    m = build_module(mod, Target("interp"))
+    assert isinstance(m, InterpModule) and loom.structural_equal(m.ir_module, mod) and str(m.target) == "interp"
+    assert m.info.kind == "interp" and m.info.entry == "vadd" and m.get_source("json") == m.info.sources["json"]
 
 
 def test_builtin_hooks_decline_other_kinds_and_formats():
-    other = types.SimpleNamespace(kind=types.SimpleNamespace(name="llvm"))
-    assert builtin.loom_codegen(mod=interp_module(vadd()), target=other) is None
+    assert builtin.loom_backend(target_kind="llvm") is None
+    assert builtin.loom_device_api(device_type=2) is None
     assert builtin.loom_load_module(path="x.so", fmt="so") is None
 
 

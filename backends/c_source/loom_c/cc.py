@@ -1,4 +1,4 @@
-"""Compile C source with the system compiler, cache the library on disk, load it with ctypes.
+"""Compile C source into a shared library with the system compiler, and load libraries with ctypes.
 
 The command is ``{compiler} -ffp-contract=off {flags} -fwrapv [-fopenmp] -shared
 -fPIC -o lib.so source.c -lm``: ``-fwrapv`` gives signed integers the IR's
@@ -8,12 +8,15 @@ rounds every float operation as the IR (and numpy) does instead of fusing
 ``-flags="-O3 -ffp-contract=fast"`` opts back in.  A failure raises
 :class:`CompileError` with the command and the compiler's messages.
 
-Libraries are cached in the ``c`` namespace of :class:`loom.runtime.disk_cache.DiskCache`,
-keyed by the source, the command, the compiler's ``--version`` and, for
-``-march=native``-style flags, what the compiler resolves them to on this host.
+:func:`compile_library` returns the library's bytes: the c backend's ``compile``
+stage, whose output the core caches on disk.  :func:`compiler_identity` is what
+the cache key needs to know about the compiler: its path, its ``--version`` and,
+for ``-march=native``-style flags, what it resolves them to on this host.
 
->>> lib = compile_source("int answer(void) { return 42; }", flags="-O0", openmp=False)
->>> import ctypes; lib.cdll.answer.restype = ctypes.c_int; lib.cdll.answer()
+>>> import ctypes, os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "answer.so")
+>>> _ = open(path, "wb").write(compile_library("int answer(void) { return 42; }", flags="-O0", openmp=False))
+>>> lib = SharedLibrary(path); lib.cdll.answer.restype = ctypes.c_int; lib.cdll.answer()
 42
 """
 
@@ -28,17 +31,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from typing import Any, Sequence
 
 from loom.errors import LoomError
 from loom.runtime.abi import library_function
-from loom.runtime.disk_cache import CacheError, DiskCache
 
-__all__ = ["CompileError", "SharedLibrary", "c_flags", "compile_source", "compiler_version", "invoke"]
-
-#: The cache namespace (a subfolder of the Loom cache) of compiled C libraries.
-CACHE_NAMESPACE = "c"
+__all__ = ["CompileError", "SharedLibrary", "c_flags", "compile_library", "compile_source", "compiler_identity",
+           "compiler_version", "invoke"]
 
 
 class CompileError(LoomError):
@@ -57,12 +56,11 @@ class CompileError(LoomError):
 
 
 class SharedLibrary:
-    """A compiled, loaded shared library (in the cache, or in a folder that lives as long as this object)."""
+    """A loaded shared library (``keep``: what must live as long as it, e.g. its temporary folder)."""
 
-    def __init__(self, path: str, command: Sequence[str], keep: Any = None) -> None:
-        self._keep = keep  # the TemporaryDirectory of an uncached build
+    def __init__(self, path: str, keep: Any = None) -> None:
+        self._keep = keep
         self.path = path
-        self.command = list(command)
         try:
             self.cdll = ctypes.CDLL(path)
         except OSError as err:  # e.g. a cache folder on a noexec mount
@@ -143,42 +141,44 @@ def _compile(source: str, compiler: str, flags: str, openmp: bool, output: str) 
     return command
 
 
-def _key(source: str, compiler: str, flags: str, openmp: bool) -> list[str]:
-    """Everything the library depends on: the source, the command, the compiler and the host."""
-    version = compiler_version(compiler)  # first: a missing compiler fails here, clearly
+def compiler_identity(compiler: str, flags: str) -> str:
+    """Everything about the compiler and host that changes a library built with ``flags``.
+
+    :raises CompileError: when the compiler cannot run (checked first, so a missing compiler fails clearly).
+    """
+    version = compiler_version(compiler)
     where = shutil.which(shlex.split(compiler)[0]) or ""
-    return ["loom-c", sys.platform, platform.machine(), compiler, where, version,
-            _host_specific(compiler, tuple(shlex.split(flags))),
-            *_command(compiler, flags, openmp, "lib.so", "module.c"), source]
+    return "\n".join([sys.platform, platform.machine(), compiler, where, version,
+                      _host_specific(compiler, tuple(shlex.split(flags)))])
 
 
-def compile_source(source: str, compiler: str = "cc", flags: str = "-O3 -march=native",
-                   openmp: bool = True, cache: DiskCache | bool = True) -> SharedLibrary:
-    """Compile ``source`` into a shared library and load it.
+def compile_library(source: str, compiler: str = "cc", flags: str = "-O3 -march=native",
+                    openmp: bool = True) -> bytes:
+    """Compile ``source`` into a shared library; its bytes.
 
     :param compiler: the compiler command (may hold arguments, e.g. ``"ccache cc"``).
     :param flags: extra flags, between ``-ffp-contract=off`` and ``-fwrapv``.
     :param openmp: compile with ``-fopenmp``.
-    :param cache: ``True``: the default on-disk cache (off when ``LOOM_CACHE=0``);
-        ``False``: compile into a temporary folder; or a :class:`DiskCache`.
-        An unusable cache folder warns and compiles without the cache.
     :raises CompileError: the compiler failed or is missing (``.command``,
         ``.output`` and ``.source`` say what ran on what).
     """
-    disk = DiskCache.default(CACHE_NAMESPACE, suffix=".so") if cache is True else cache or None
-    if disk is not None:
-        def build(output: str) -> None:
-            _compile(source, compiler, flags, openmp, output)
+    with tempfile.TemporaryDirectory(prefix="loom_c_") as work:
+        out = os.path.join(work, "module.so")
+        _compile(source, compiler, flags, openmp, out)
+        with open(out, "rb") as fh:
+            return fh.read()
 
-        key = _key(source, compiler, flags, openmp)
-        try:
-            path = disk.get_or_create(key, build)
-            return SharedLibrary(path, _command(compiler, flags, openmp, path, "module.c"))
-        except CacheError as err:
-            warnings.warn(f"{err}; compiling without the cache", RuntimeWarning, stacklevel=2)
+
+def compile_source(source: str, compiler: str = "cc", flags: str = "-O3 -march=native",
+                   openmp: bool = True) -> SharedLibrary:
+    """Compile ``source`` into a temporary folder and load it (no cache: tests and one-off C).
+
+    Built modules go through the c backend's stages instead, which the core caches.
+    """
     work = tempfile.TemporaryDirectory(prefix="loom_c_")
-    lib = os.path.join(work.name, "module.so")
-    return SharedLibrary(lib, _compile(source, compiler, flags, openmp, lib), keep=work)
+    path = os.path.join(work.name, "module.so")
+    _compile(source, compiler, flags, openmp, path)
+    return SharedLibrary(path, keep=work)
 
 
 def invoke(fn: ctypes._CFuncPtr, words: Sequence[int]) -> tuple[int, str | None]:

@@ -1,4 +1,4 @@
-"""The ``loom`` entry point of loom-c: the ``c`` target kind and its code generator."""
+"""The ``loom`` entry point of loom-c: the ``c`` target kind, its backend and its loader."""
 
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ def loom_target_kinds() -> list[Any]:
 
 
 @hookimpl
-def loom_codegen(mod: Any, target: Any) -> Any:
-    """Build a ``c`` runtime Module: the lowered IRModule compiled as C (None for other kinds)."""
-    if target.kind.name != "c":
+def loom_backend(target_kind: str) -> Any:
+    """The ``c`` backend: C source compiled by the system compiler (None for other kinds)."""
+    if target_kind != "c":
         return None
-    from .runtime import CModule
+    from .runtime import CBackend
 
-    return CModule(mod, target)
+    return CBackend()
 
 
 @hookimpl

@@ -1,9 +1,14 @@
-"""The ``c`` target's runtime Module: the lowered IRModule as C, compiled once, called through ctypes.
+"""The ``c`` backend's stages and its runtime Module.
 
-``loom.build(..., target="c")`` returns a :class:`CModule`.  Building renders
-every PrimFunc into one translation unit (:func:`loom_c.codegen.generate`, with
-OpenMP pragmas when the target's ``openmp`` attribute is on) and compiles it
-with the target's ``compiler`` and ``flags`` (:func:`loom_c.cc.compile_source`).
+:class:`CBackend` is what the plugin returns from ``loom_backend("c")``:
+
+* ``options``: the target's ``compiler``, ``flags`` and ``openmp`` (:class:`COptions`);
+* ``render``: every PrimFunc in one C translation unit (:func:`loom_c.codegen.generate`,
+  with OpenMP pragmas when ``openmp`` is on);
+* ``compile``: the system compiler's shared library (:func:`loom_c.cc.compile_library`);
+  the core caches it on disk, keyed with :func:`loom_c.cc.compiler_identity`;
+* ``load``: the library opened with ctypes, as a :class:`CModule`.
+
 A call is checked by the shared :class:`~loom.runtime.ArgumentChecker` first, so
 the compiled code only ever sees arguments matching its signature; the runner
 then packs one ``uint64`` word per ABI slot (:mod:`loom.runtime.abi`) and makes
@@ -12,7 +17,7 @@ one foreign call.  A failing ``AssertStmt`` raises
 
 Parallel loops run on ``LOOM_NUM_THREADS`` threads (read when the module is
 loaded; unset or 0: OpenMP's default).  ``export_library(path)`` writes a plain
-shared library with the module's metadata embedded
+shared library with the module's metadata (and the modules it imports) embedded
 (:mod:`loom.runtime.native_library`); :func:`loom.runtime.load_module` reads it
 back in any process.
 
@@ -28,54 +33,113 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import tempfile
+from typing import Mapping
 
+import attrs
+
+from loom.backend import Backend, BackendOptions, ModuleInfo
 from loom.errors import LoomValueError
-from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import NATIVE_ALIGNMENT, native_runner
-from loom.runtime.module import Module, Runner, lowered_functions, module_target
-from loom.runtime.native_library import THREADS_SYMBOL, library_metadata, link_shared_library, bind_thread_knob
+from loom.ir.function import IRModule
+from loom.runtime.abi import DEVICE_ALLOC_SYMBOL
+from loom.runtime.native_library import library_metadata, link_shared_library
+from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
-from .cc import SharedLibrary, c_flags, compile_source
-from .codegen import CSource, generate
+from .cc import SharedLibrary, c_flags, compile_library, compiler_identity
+from .codegen import CRenderer, generate
 
-__all__ = ["CModule"]
+__all__ = ["CBackend", "COptions", "CModule", "FORMAT"]
+
+#: The format name of c modules, recorded in their exported libraries.
+FORMAT = "c"
 
 
-class CModule(Module):
-    """The PrimFuncs of a lowered IRModule compiled as C into one shared library.
+@attrs.frozen
+class COptions(BackendOptions):
+    """How the C source is compiled."""
 
-    :param mod: the lowered module (every function after MakeAPI).
-    :param target: the ``c`` target giving ``compiler``, ``flags`` and ``openmp``
-        (default: the module's ``attrs["target"]``, else ``Target("c")``).
-    :param entry_name: the function ``module(*args)`` calls (default: ``main``,
-        else the first function).
+    compiler: str = "cc"
+    flags: str = "-O3 -march=native"
+    openmp: bool = True
+
+    @classmethod
+    def of(cls, target: Target) -> COptions:
+        a = target.attrs
+        return cls(str(a["compiler"]), str(a["flags"]), bool(a["openmp"]))
+
+
+class CBackend(Backend):
+    """The ``c`` kind's stages (see the module docstring)."""
+
+    kind = FORMAT
+    version = "1"
+    artifact_suffix = ".so"
+
+    def options(self, target: Target) -> COptions:
+        return COptions.of(target)
+
+    def compiler_identity(self, options: BackendOptions) -> str:
+        assert isinstance(options, COptions)
+        return compiler_identity(options.compiler, options.flags)
+
+    def render(self, mod: IRModule, options: BackendOptions) -> Mapping[str, str]:
+        assert isinstance(options, COptions)
+        return {"c": generate(mod, openmp=options.openmp).text}
+
+    def compile(self, sources: Mapping[str, str], options: BackendOptions) -> bytes:
+        assert isinstance(options, COptions)
+        return compile_library(sources["c"], options.compiler, options.flags, options.openmp)
+
+    def load(self, data: bytes, info: ModuleInfo) -> CModule:
+        return CModule(data, info)
+
+
+def _library_file(data: bytes, private: bool) -> tuple[str, tempfile.TemporaryDirectory[str] | None]:
+    """A file holding the library: the cache's own file unless ``private`` or uncached, else a fresh copy."""
+    cached = getattr(data, "path", None)
+    if cached and not private:
+        return cached, None
+    work = tempfile.TemporaryDirectory(prefix="loom_c_")
+    path = os.path.join(work.name, "module.so")
+    if cached:
+        shutil.copyfile(cached, path)
+    else:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    return path, work
+
+
+class CModule(NativeModule):
+    """The PrimFuncs of a lowered IRModule compiled as C into one shared library (built by :class:`CBackend`).
+
+    A library whose code calls other modules or the runtime's device allocator
+    is opened from a private copy: ``dlopen`` of one file twice gives one set of
+    globals, and two modules must not share import slots.
     """
 
-    format = "c"
-    assumed_alignment = NATIVE_ALIGNMENT
+    format = FORMAT
 
-    def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
-        prims = lowered_functions(mod, "CModule")
-        target = module_target(mod, target, "c")
-        self.ir_module = mod
-        self.target = target
-        openmp = bool(target.attrs["openmp"])
-        self._source: CSource = generate(mod, openmp=openmp)
-        self._library: SharedLibrary = compile_source(self._source.text, compiler=target.attrs["compiler"],
-                                                      flags=target.attrs["flags"], openmp=openmp)
-        # A cached library loaded twice is one handle, so the last module loaded sets its knob.
-        bind_thread_knob(self, ctypes.addressof(ctypes.c_int32.in_dll(self._library.cdll, THREADS_SYMBOL)))
-        super().__init__(prims, entry_name)
+    def __init__(self, data: bytes, info: ModuleInfo) -> None:
+        self.target = Target(info.target)
+        self._source_text = info.sources.get("c", "")
+        private = bool(info.imports) or DEVICE_ALLOC_SYMBOL in self._source_text
+        path, keep = _library_file(data, private)
+        self._library = SharedLibrary(path, keep)
+        renderer = CRenderer()
+        super().__init__(dict(info.functions), info.entry or None, {n: renderer.symbol(n) for n in info.functions})
 
-    def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        return native_runner(self._library.function(self._source.symbols[name]), func, name)
+    def _symbol_address(self, symbol: str) -> int | None:
+        try:
+            return ctypes.addressof(ctypes.c_char.in_dll(self._library.cdll, symbol))
+        except ValueError:
+            return None
 
     def get_source(self, fmt: str = "") -> str:
         """The generated C translation unit (``fmt`` ``""`` or ``"c"``)."""
         if fmt in ("", "c"):
-            return self._source.text
+            return self._source_text
         raise LoomValueError(f"c module source formats are '' and 'c'; got {fmt!r}")
 
     @property
@@ -88,12 +152,11 @@ class CModule(Module):
 
         The target's compiler and flags build it, as they built this module.
         """
-        attrs = self.target.attrs
-        metadata = library_metadata(self, sources={"c": self._source.text},
-                                    symbols={n: self._source.symbols[n] for n in self.function_names})
+        attrs_ = self.target.attrs
+        metadata = library_metadata(self, sources={"c": self._source_text}, symbols=self._symbols)
         with tempfile.TemporaryDirectory(prefix="loom_c_export_") as work:
             src = os.path.join(work, "module.c")
             with open(src, "w", encoding="utf-8") as fh:
-                fh.write(self._source.text)
-            link_shared_library(path, [src], metadata, compiler=attrs["compiler"], flags=c_flags(attrs["flags"]),
-                                openmp=bool(attrs["openmp"]))
+                fh.write(self._source_text)
+            link_shared_library(path, [src], metadata, compiler=attrs_["compiler"], flags=c_flags(attrs_["flags"]),
+                                openmp=bool(attrs_["openmp"]))

@@ -1,4 +1,4 @@
-"""The ``loom`` entry point of loom-cuda: contributes the ``cuda`` target kind.
+"""The ``loom`` entry point of loom-cuda: the ``cuda`` target kind and its launch-limit check.
 
 The defaults describe an NVIDIA Hopper GPU (``sm_90``) because that is what the
 project is benchmarked on; pass ``-arch=sm_80`` (or any ``sm_XY``) for other
@@ -29,3 +29,18 @@ def loom_target_kinds() -> list[Any]:
         default_keys=("cuda", "gpu"),
         doc="NVIDIA GPUs through CUDA C, compiled to PTX",
     )]
+
+
+@hookimpl
+def loom_lower_passes(target: Any, phase: int) -> Any:
+    """Refuse kernels a GPU of this target cannot launch (threads and shared memory per block).
+
+    Runs after phase 3's built-in passes, when the launch configuration and the
+    shared allocations are final.
+    """
+    if target.kind.name != "cuda" or phase != 3:
+        return None
+    from loom.transform.verify_device import VerifyDeviceLimits
+
+    return {"after": [VerifyDeviceLimits(int(target.attrs["max_num_threads"]),
+                                         int(target.attrs["max_shared_memory_per_block"]))]}

@@ -1,10 +1,16 @@
-"""Compile an LLVM module for the host and run it in-process (MCJIT).
+"""Compile LLVM IR to an object file, and load object files into the process (MCJIT).
 
-:func:`compile_module` parses and verifies the text of an ``llvmlite.ir.Module``,
-optimizes it with LLVM's new pass manager at the target's ``opt_level``
-(default O3) for the CPU the target names (``mcpu``/``mattr``/``mtriple``,
-defaulting to the host), and returns a :class:`JitModule` whose
-:meth:`~JitModule.address` gives native function addresses for ctypes.
+The two halves are the llvm backend's ``compile`` and ``load`` stages:
+
+* :func:`compile_object` parses and verifies the text of an ``llvmlite.ir.Module``,
+  optimizes it with LLVM's new pass manager at the target's ``opt_level``
+  (default O3) for the CPU the target names (``mcpu``/``mattr``/``mtriple``,
+  defaulting to the host) and emits a position-independent object file, which
+  runs in-process and links into a shared library alike;
+* :func:`load_object` maps such an object into the process and returns a
+  :class:`JitModule` whose :meth:`~JitModule.address` gives native addresses.
+
+:func:`compile_module` does both.
 
 >>> from llvmlite import ir
 >>> m = ir.Module(); f = ir.Function(m, ir.FunctionType(ir.IntType(32), []), "seven")
@@ -22,13 +28,14 @@ import ctypes.util
 import functools
 from typing import Any
 
+import attrs
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from loom.errors import LoomError
 
-__all__ = ["compile_module", "parse", "JitModule", "target_machine", "load_openmp",
-           "OPENMP_LIBRARIES"]
+__all__ = ["compile_module", "compile_object", "load_object", "CompiledObject", "parse", "JitModule",
+           "target_machine", "load_openmp", "OPENMP_LIBRARIES"]
 
 #: Shared libraries that provide libgomp's ``GOMP_parallel`` (LLVM's libomp and Intel's implement it too).
 OPENMP_LIBRARIES = ("libgomp.so.1", "libgomp.so", "libomp.so", "libiomp5.so")
@@ -93,10 +100,11 @@ def load_openmp() -> str:
                     "or build without .parallel() in the schedule")
 
 
-def _check_externals(ref: llvm.ModuleRef) -> None:
+def _check_externals(names: list[str]) -> None:
     # MCJIT links a symbol it cannot resolve to nothing callable: the first call would crash the process.
-    missing = [f.name for f in ref.functions
-               if f.is_declaration and not f.name.startswith("llvm.") and not llvm.address_of_symbol(f.name)]
+    if any(n.startswith("GOMP_") or n.startswith("omp_") for n in names):
+        load_openmp()
+    missing = [n for n in names if not llvm.address_of_symbol(n)]
     if missing:
         raise LoomError(f"the generated code calls functions this process does not define: {sorted(missing)}; "
                         "load the library that defines them first (e.g. llvmlite.binding.load_library_permanently)")
@@ -112,14 +120,31 @@ def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
     pm.run(mod, pb)
 
 
-class JitModule:
-    """Native code of one LLVM module, kept alive as long as this object."""
+@attrs.frozen
+class CompiledObject:
+    """What :func:`compile_object` makes: the object file, its optimized IR, and the symbols it needs."""
 
-    def __init__(self, llvm_module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-        self.llvm_module = llvm_module
+    object: bytes
+    optimized_ir: str
+    externals: tuple[str, ...]
+    triple: str
+
+
+class JitModule:
+    """Native code of one object file mapped into this process, kept alive as long as this object."""
+
+    def __init__(self, compiled: CompiledObject, tm: llvm.TargetMachine) -> None:
+        self.compiled = compiled
         self.target_machine = tm
-        self.engine = llvm.create_mcjit_compiler(llvm_module, tm)
+        empty = llvm.parse_assembly("")
+        empty.triple = tm.triple
+        self.engine = llvm.create_mcjit_compiler(empty, tm)
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(compiled.object))
         self.engine.finalize_object()
+
+    def symbol_address(self, name: str) -> int:
+        """The address of function or global ``name``; 0 when the module has none."""
+        return self.engine.get_function_address(name) or self.engine.get_global_value_address(name)
 
     def global_address(self, name: str) -> int:
         """The address of global variable ``name``; a LoomError when the module has none."""
@@ -137,11 +162,11 @@ class JitModule:
 
     def ir(self) -> str:
         """The optimized LLVM IR text."""
-        return str(self.llvm_module)
+        return self.compiled.optimized_ir
 
     def asm(self) -> str:
         """The host assembly of the optimized module."""
-        return self.target_machine.emit_assembly(self.llvm_module)
+        return self.target_machine.emit_assembly(parse(self.compiled.optimized_ir))
 
 
 def parse(module: ir.Module | str) -> llvm.ModuleRef:
@@ -155,19 +180,34 @@ def parse(module: ir.Module | str) -> llvm.ModuleRef:
     return ref
 
 
-def compile_module(module: ir.Module | str, target: Any = None) -> JitModule:
-    """Verify, optimize (``opt_level``, default 3) and JIT-compile ``module`` for ``target`` (default: host).
-
-    A module calling the OpenMP runtime (parallel loops) loads it first (:func:`load_openmp`).
-    """
+def compile_object(module: ir.Module | str, target: Any = None) -> CompiledObject:
+    """Verify, optimize (``opt_level``, default 3) and compile ``module`` to a PIC object for ``target``."""
     ref = parse(module)
-    if any(f.is_declaration and (f.name.startswith("GOMP_") or f.name.startswith("omp_")) for f in ref.functions):
-        load_openmp()
-    tm = target_machine(target)
+    tm = target_machine(target, jit=False)
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
     level = int(_attr(target, "opt_level", 3))
     if level > 0:
         _optimize(ref, tm, min(level, 3))
-    _check_externals(ref)
-    return JitModule(ref, tm)
+    externals = tuple(sorted(f.name for f in ref.functions if f.is_declaration and not f.name.startswith("llvm.")))
+    return CompiledObject(tm.emit_object(ref), str(ref), externals, tm.triple)
+
+
+def load_object(compiled: CompiledObject, target: Any = None) -> JitModule:
+    """Map ``compiled`` into this process (loading the OpenMP runtime when it has parallel regions).
+
+    :raises LoomError: when the object is for another architecture, or calls a
+        function this process cannot resolve (which would crash at the first call).
+    """
+    tm = target_machine(target, jit=True)
+    host = llvm.get_process_triple()
+    if compiled.triple.split("-")[0] != host.split("-")[0]:
+        raise LoomError(f"this llvm module was compiled for {compiled.triple} and cannot run on this {host} host; "
+                        "export it with export_library and load it on a matching machine")
+    _check_externals(list(compiled.externals))
+    return JitModule(compiled, tm)
+
+
+def compile_module(module: ir.Module | str, target: Any = None) -> JitModule:
+    """:func:`compile_object` then :func:`load_object`: ``module`` compiled and ready to call."""
+    return load_object(compile_object(module, target), target)

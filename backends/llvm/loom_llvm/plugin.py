@@ -1,4 +1,4 @@
-"""The ``loom`` entry point of loom-llvm: contributes the ``llvm`` target kind.
+"""The ``loom`` entry point of loom-llvm: the ``llvm`` target kind, its backend and its loader.
 
 Host-dependent defaults (triple, CPU name, CPU features, core count) are filled
 in when a target is created, not when the plugin loads: ``llvmlite.binding``
@@ -74,13 +74,13 @@ def loom_target_kinds() -> list[Any]:
 
 
 @hookimpl
-def loom_codegen(mod: Any, target: Any) -> Any:
-    """Compile a lowered IRModule for an ``llvm`` target into an :class:`~loom_llvm.runtime.LLVMModule`."""
-    if target.kind.name != "llvm":
+def loom_backend(target_kind: str) -> Any:
+    """The ``llvm`` backend: LLVM IR, optimized and compiled to an object, mapped into the process."""
+    if target_kind != "llvm":
         return None
-    from .runtime import LLVMModule
+    from .runtime import LLVMBackend
 
-    return LLVMModule(mod, target)
+    return LLVMBackend()
 
 
 @hookimpl

@@ -1,57 +1,124 @@
-"""The ``llvm`` target's runtime Module: lowered functions compiled to native code in-process.
+"""The ``llvm`` backend's stages and its runtime Module.
 
-``loom.build(..., target="llvm")`` returns an :class:`LLVMModule`.  It translates
-the lowered IRModule with :func:`~loom_llvm.codegen.codegen_module`, optimizes and
-JIT-compiles it once (:func:`~loom_llvm.jit.compile_module`), and calls each
-function through the native calling convention of :mod:`loom.runtime.abi`:
-one ``uint64`` word per ABI slot and one foreign call.  Arguments are checked
-by the shared :class:`~loom.runtime.arguments.ArgumentChecker` before any word
-is packed, so a bad call never reaches native code.
+:class:`LLVMBackend` is what the plugin returns from ``loom_backend("llvm")``:
 
-``export_library(path)`` compiles the same optimized code ahead of time into a
-position-independent object and links it with the system C compiler into a
-shared library that embeds the functions' signatures (see
-:mod:`loom.runtime.native_library`); ``loom.runtime.load_module(path)`` loads it
-in any process, without LLVM, as a :class:`~loom.runtime.native_library.LibraryModule`.
+* ``options``: the target's triple, CPU, features, optimisation level and FMA
+  policy (:class:`LLVMOptions`);
+* ``render``: the lowered IRModule as LLVM IR text (:func:`~loom_llvm.codegen.codegen_module`);
+* ``compile``: optimized at O3 and emitted as a position-independent object
+  (:func:`~loom_llvm.jit.compile_object`), packed with its optimized IR and the
+  external symbols it needs; the core caches it on disk;
+* ``load``: the object mapped into the process (MCJIT) as an :class:`LLVMModule`.
+
+Calls go through the native calling convention of :mod:`loom.runtime.abi`: one
+``uint64`` word per ABI slot and one foreign call, after the shared argument
+checker.  ``export_library(path)`` links the same object with the system C
+compiler into a shared library that embeds the functions' signatures and the
+modules this one imports (see :mod:`loom.runtime.native_library`);
+``loom.runtime.load_module(path)`` loads it in any process, without LLVM.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import types
+from typing import Any, Mapping
 
+import attrs
+
+from loom.backend import Backend, BackendOptions, ModuleInfo, pack_sections, unpack_sections
 from loom.errors import LoomValueError
-from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import NATIVE_ALIGNMENT, NATIVE_SIGNATURE, native_runner
-from loom.runtime.module import Module, Runner, lowered_functions, module_target
-from loom.runtime.native_library import THREADS_SYMBOL, bind_thread_knob, library_metadata, link_shared_library
+from loom.ir.function import IRModule
+from loom.runtime.native_library import library_metadata, link_shared_library
+from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
 from .codegen import codegen_module
-from .jit import JitModule, compile_module, parse, target_machine
+from .jit import CompiledObject, JitModule, compile_object, load_object, parse, target_machine
 from .parallel import OPENMP_SYMBOLS
 
-__all__ = ["LLVMModule", "FORMAT"]
+__all__ = ["LLVMBackend", "LLVMOptions", "LLVMModule", "FORMAT"]
 
 #: The format name of llvm modules, recorded in their exported libraries.
 FORMAT = "llvm"
 
 
-class LLVMModule(Module):
-    """Native CPU code for the PrimFuncs of a lowered IRModule, compiled with LLVM.
+@attrs.frozen
+class LLVMOptions(BackendOptions):
+    """What of an ``llvm`` target changes the code: where it runs and how hard LLVM optimizes."""
 
-    :param mod: the lowered module (what ``loom.build``'s host pipeline produces).
-    :param target: the ``llvm`` target (default: the module's ``attrs["target"]``,
-        else ``Target("llvm")``, the host CPU).
-    :param entry_name: the function ``module(*args)`` calls (default: ``main``,
-        else the first function).
+    mtriple: str = ""
+    mcpu: str = ""
+    mattr: tuple[str, ...] = ()
+    opt_level: int = 3
+    fp_contract: bool = True
 
-    Compilation happens once, here; a failing ``AssertStmt`` raises
-    :class:`loom.testing.AssertionFailed` with the statement's message, as the
-    ``interp`` target does.  Parallel loops run on an OpenMP thread team of
-    ``LOOM_NUM_THREADS`` threads (read when the module is built; unset or 0:
-    one per core).  In a process forked after OpenMP was loaded they run on one
-    thread: libgomp's pool does not survive ``fork()``.
+    @classmethod
+    def of(cls, target: Target) -> LLVMOptions:
+        a = target.attrs
+        mattr = a.get("mattr") or ()
+        return cls(str(a.get("mtriple") or ""), str(a.get("mcpu") or ""),
+                   tuple(mattr.split(",") if isinstance(mattr, str) else mattr),
+                   int(a.get("opt_level", 3)), bool(a.get("fp_contract", True)))
+
+    def view(self) -> Any:
+        """The options in the shape the code generator and target machine read (``.attrs``)."""
+        return types.SimpleNamespace(attrs={"mtriple": self.mtriple, "mcpu": self.mcpu, "mattr": list(self.mattr),
+                                            "opt_level": self.opt_level, "fp_contract": self.fp_contract})
+
+
+class LLVMBackend(Backend):
+    """The ``llvm`` kind's stages (see the module docstring).
+
+    >>> import loom
+    >>> from loom.backend import build_module, get_backend
+    >>> backend, _ = get_backend("llvm")
+    >>> opts = backend.options(loom.target.Target("llvm -opt_level=2"))
+    >>> opts.opt_level, backend.thread_semantics
+    (2, 'serial')
+    """
+
+    kind = FORMAT
+    version = "1"
+    artifact_suffix = ".llvm"
+
+    def options(self, target: Target) -> LLVMOptions:
+        return LLVMOptions.of(target)
+
+    def compiler_identity(self, options: BackendOptions) -> str:
+        import llvmlite
+        import llvmlite.binding as llvm
+
+        return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}"
+
+    def render(self, mod: IRModule, options: BackendOptions) -> Mapping[str, str]:
+        assert isinstance(options, LLVMOptions)
+        return {"ll": str(codegen_module(mod, options.view()))}
+
+    def compile(self, sources: Mapping[str, str], options: BackendOptions) -> bytes:
+        assert isinstance(options, LLVMOptions)
+        obj = compile_object(sources["ll"], options.view())
+        return pack_sections({"object": obj.object, "ll": obj.optimized_ir,
+                              "meta": json.dumps({"externals": list(obj.externals), "triple": obj.triple})})
+
+    def load(self, data: bytes, info: ModuleInfo) -> LLVMModule:
+        sections = unpack_sections(data, "an llvm artifact")
+        meta = json.loads(sections["meta"])
+        compiled = CompiledObject(sections["object"], sections["ll"].decode("utf-8"), tuple(meta["externals"]),
+                                  meta["triple"])
+        return LLVMModule(compiled, info)
+
+
+class LLVMModule(NativeModule):
+    """Native CPU code compiled by LLVM and mapped into this process (built by :class:`LLVMBackend`).
+
+    A failing ``AssertStmt`` raises :class:`loom.testing.AssertionFailed` with the
+    statement's message, as the ``interp`` target does.  Parallel loops run on an
+    OpenMP thread team of ``LOOM_NUM_THREADS`` threads (read when the module is
+    loaded; unset or 0: the target's ``num_cores``).  In a process forked after
+    OpenMP was loaded they run on one thread: libgomp's pool does not survive ``fork()``.
 
     >>> import numpy as np, loom
     >>> A = loom.placeholder((8,), name="A")
@@ -64,28 +131,25 @@ class LLVMModule(Module):
     """
 
     format = FORMAT
-    assumed_alignment = NATIVE_ALIGNMENT
 
-    def __init__(self, mod: IRModule, target: Target | None = None, entry_name: str | None = None) -> None:
-        prims = lowered_functions(mod, "LLVMModule")
-        self.ir_module = mod
-        self.target = module_target(mod, target, "llvm")
-        #: The unoptimized ``llvmlite.ir.Module`` the code generator produced.
-        self.llvm_ir = codegen_module(mod, self.target)
-        #: The optimized, JIT-compiled module; owns the native code (kept alive with this Module).
-        self.jit: JitModule = compile_module(self.llvm_ir, self.target)
-        bind_thread_knob(self, self.jit.global_address(THREADS_SYMBOL), int(self.target.attrs.get("num_cores") or 0))
-        super().__init__(prims, entry_name)
+    def __init__(self, compiled: CompiledObject, info: ModuleInfo) -> None:
+        self.target = Target(info.target)
+        view = LLVMOptions.of(self.target).view()
+        #: The object mapped into this process; owns the native code (kept alive with this module).
+        self.jit: JitModule = load_object(compiled, view)
+        self.compiled = compiled
+        self._raw_ir = info.sources.get("ll", "")
+        symbols = {n: str(f.attrs.get("global_symbol", n)) for n, f in info.functions.items()}
+        super().__init__(dict(info.functions), info.entry or None, symbols,
+                         int(self.target.attrs.get("num_cores") or 0))
+
+    def _symbol_address(self, symbol: str) -> int | None:
+        return self.jit.symbol_address(symbol) or None
 
     @property
     def uses_openmp(self) -> bool:
         """Whether the code calls the OpenMP runtime (it has parallel regions)."""
-        return any(name in self.llvm_ir.globals for name in OPENMP_SYMBOLS)
-
-    def _make_runner(self, name: str, func: PrimFunc) -> Runner:
-        # The PackedFunc holding this runner references the Module, which owns the native code.
-        native = NATIVE_SIGNATURE(self.jit.address(str(func.attrs.get("global_symbol", name))))
-        return native_runner(native, func, name)
+        return any(name in OPENMP_SYMBOLS for name in self.compiled.externals)
 
     def get_source(self, fmt: str = "") -> str:
         """``""`` or ``"ll"``: the optimized LLVM IR; ``"asm"``/``"s"``: host assembly; ``"ll-raw"``: as generated."""
@@ -94,27 +158,22 @@ class LLVMModule(Module):
         if fmt in ("asm", "s"):
             return self.jit.asm()
         if fmt == "ll-raw":
-            return str(self.llvm_ir)
+            return self._raw_ir
         raise LoomValueError(f"llvm module source formats are '', 'll', 'asm' and 'll-raw'; got {fmt!r}")
 
     def export_library(self, path: str | os.PathLike[str]) -> None:
         """Write the module as a shared library that :func:`loom.runtime.load_module` loads in any process.
 
-        The optimized code is compiled to a position-independent object for the
-        module's target and linked by ``cc`` (with libgomp when the code has
-        parallel regions).  The library embeds the functions' signatures and
-        the ``ll`` and ``asm`` sources.  Raises
+        The compiled object is linked by ``cc`` (with libgomp when the code has
+        parallel regions).  The library embeds the functions' signatures, the
+        ``ll`` and ``asm`` sources and every module this one imports.  Raises
         :class:`~loom.runtime.native_library.LinkError` when linking fails.
         """
-        tm = target_machine(self.target, jit=False)
-        ref = parse(self.jit.ir())  # the JIT owns its module: compile a copy of the optimized code
-        ref.triple, ref.data_layout = tm.triple, str(tm.target_data)
-        sources = {"ll": self.jit.ir(), "asm": tm.emit_assembly(ref)}
-        symbols = {name: str(f.attrs.get("global_symbol", name)) for name, f in self._signatures.items()}
-        metadata = library_metadata(self, sources=sources, symbols=symbols)
+        sources = {"ll": self.jit.ir(), "asm": target_machine(self.target, jit=False).emit_assembly(
+            parse(self.jit.ir()))}
+        metadata = library_metadata(self, sources=sources, symbols=self._symbols)
         with tempfile.TemporaryDirectory(prefix="loom_llvm_") as work:
             obj = os.path.join(work, "module.o")
             with open(obj, "wb") as fh:
-                fh.write(tm.emit_object(ref))
+                fh.write(self.compiled.object)
             link_shared_library(path, [obj], metadata, openmp=self.uses_openmp)
-
