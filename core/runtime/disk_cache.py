@@ -37,9 +37,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import filelock
-import platformdirs
-
 from ..errors import LoomError
 
 __all__ = ["CacheError", "DiskCache", "cache_enabled", "cache_key", "cache_root",
@@ -71,7 +68,12 @@ def cache_enabled() -> bool:
 
 def cache_root() -> str:
     """``$LOOM_CACHE_DIR``, else the user cache folder of ``loom`` (platformdirs)."""
-    return os.environ.get(ENV_CACHE_DIR) or platformdirs.user_cache_dir("loom")
+    found = os.environ.get(ENV_CACHE_DIR)
+    if found:
+        return found
+    import platformdirs  # imported on use: it costs a noticeable part of a cached build
+
+    return platformdirs.user_cache_dir("loom")
 
 
 def cache_key(parts: Iterable[str | bytes]) -> str:
@@ -238,6 +240,8 @@ class DiskCache:
 
     @contextlib.contextmanager
     def _locked(self, key: str) -> Iterator[None]:
+        import filelock  # imported on use: a cache hit takes no lock
+
         lock = filelock.FileLock(os.path.join(self.folder, key + _LOCK), timeout=self.lock_timeout)
         try:
             lock.acquire()

@@ -152,7 +152,7 @@ class InterpBackend(Backend):
     >>> from loom.ir import IRModule
     >>> from loom.backend import build_module
     >>> build_module(IRModule({}), Target("interp")).get_source("json")[:20]
-    '{"attrs": {}, "b64nd'
+    '{"loom_json":1,"root'
     """
 
     kind = FORMAT

@@ -90,7 +90,10 @@ def cover_range(s: Optional[IntervalSet], default: E.Range, an: Any) -> E.Range:
     mn = an.simplify(s.min)
     if s.is_point:
         return E.Range(mn, ops.const(1, mn.dtype))
-    return E.Range(mn, an.simplify(s.max - s.min + 1))
+    # An empty interval (max < min: a region read only by iterations a guard skips) covers
+    # nothing; its extent is 0, never negative (it sizes allocations).
+    extent = s.max - s.min + 1
+    return E.Range(mn, an.simplify(ops.maximum(extent, ops.const(0, extent.dtype))))
 
 
 def _sign(e: E.PrimExpr, an: Any) -> int:

@@ -154,8 +154,10 @@ def test_plugin_passes_run_before_or_after_the_built_in_passes(fake_pipeline, fa
     import types
 
     from loom.plugins import hookimpl
+    from loom.transform import PassInfo, PrimFuncPass
 
-    from conftest import recording_pass
+    def recording_pass(name, log):
+        return PrimFuncPass(lambda func, mod, ctx: log.append(name) or func, PassInfo(name))
 
     def passes(target, phase):
         if phase == 1:

@@ -203,3 +203,26 @@ def test_eval_set_keeps_unrelaxed_variables_symbolic():
     assert (str(s.min), str(s.max)) == ("i * 8", "i * 8 + 7")
     p = eval_set(i * 8 + j, {}, Analyzer())
     assert p.is_point and str(p.min) == "i * 8 + j"
+
+
+def test_a_region_read_only_by_guarded_iterations_has_extent_zero():
+    """A producer attached in a loop that runs past the tensor (a fused, split tail) gets an empty
+    region on those iterations: its allocation has extent 0 there, never a negative one."""
+    import numpy as np
+
+    import loom
+
+    A = loom.placeholder((1, 1), name="A")
+    B = loom.compute((1, 1), lambda i, j: A[i, j] * 2.0, name="B")
+    D = loom.compute((1, 1), lambda i, j: B[i, j] + A[i, j] - 1.0, name="D")
+    s = loom.create_schedule(D.op)
+    i, j = D.op.axis
+    io, ii = s[D].split(i, factor=3)
+    iio, iii = s[D].split(ii, nparts=1)
+    s[D].reorder(io, iio, j, iii)
+    fused = s[D].fuse(j, iii)
+    s[B].compute_at(s[D], fused)
+    f = loom.build(s, [A, D], target="interp")
+    d = np.zeros((1, 1), "float32")
+    f(np.full((1, 1), 2.0, "float32"), d)
+    assert d[0, 0] == 5.0

@@ -13,7 +13,10 @@ from loom.te.reduction import sum as rsum
 from loom.te.schedule import create_schedule
 
 import sched_helpers
-from sched_helpers import attrs_of, loops, rand, realizes, run
+from loom.te.schedule_ops import schedule_to_stmt
+from loom.testing import RaceError, evaluate
+from loom.transform.thread_sync import ThreadSync
+from sched_helpers import attrs_of, loops, rand, realizes, run, to_prim_func
 
 M, N, K = 13, 17, 19
 
@@ -91,26 +94,51 @@ def test_matmul_fuse_reduction_with_data_axis():
 
 
 def test_matmul_gpu_style_with_caches():
+    """Shared tiles fetched cooperatively: each of the block's 4x8 threads loads its own elements."""
     A, B, C = _matmul()
     s = create_schedule(C.op)
     AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
     CL = s.cache_write(C, "local")
+    threads = {tag: thread_axis(tag) for tag in ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y")}
     bx, tx = s[C].split(C.op.axis[0], factor=4)
     by, ty = s[C].split(C.op.axis[1], factor=8)
     s[C].reorder(bx, by, tx, ty)
     for iv, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"), (ty, "threadIdx.y")):
-        s[C].bind(iv, thread_axis(tag))
+        s[C].bind(iv, threads[tag])
     s[CL].compute_at(s[C], ty)
     ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=5)
-    s[AA].compute_at(s[CL], ko)
-    s[BB].compute_at(s[CL], ko)
-    stmt = _check_matmul(s, A, B, C)
+    for cache in (AA, BB):
+        s[cache].compute_at(s[CL], ko)
+        rows, lanes = s[cache].split(s[cache].fuse(*cache.op.axis), factor=32)  # up to 32 elements per round
+        ty_, tx_ = s[cache].split(lanes, factor=4)
+        s[cache].bind(ty_, threads["threadIdx.y"])
+        s[cache].bind(tx_, threads["threadIdx.x"])
+    a, b = rand((M, K)), rand((K, N), seed=1)
+    c = np.full((M, N), np.nan, "float32")
+    stmt = schedule_to_stmt(s)
+    func = ThreadSync("shared")(to_prim_func(stmt, [A, B, C]))  # the barriers the threads need
+    evaluate(func, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
     r = realizes(stmt)
     assert r["A.shared"].storage_scope == "shared" and r["C.local"].storage_scope == "local"
     assert [int(x.extent) for x in r["A.shared"].bounds] == [4, 5]  # relaxed over the threads sharing it
     assert [int(x.extent) for x in r["C.local"].bounds] == [1, 1]   # one element per thread
     tags = [a.node.thread_tag for a in attrs_of(stmt, "thread_extent")]
-    assert tags == ["blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"]
+    assert tags[:4] == ["blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"]
+    assert set(tags[4:]) == {"threadIdx.x", "threadIdx.y"}
+
+
+def test_gpu_style_caches_without_cooperation_race():
+    """Every thread writing the whole shared tile (no binding of the cache stage) is a write/write race."""
+    A, B, C = _matmul()
+    s = create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    bx, tx = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(bx, thread_axis("blockIdx.x"))
+    s[C].bind(tx, thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[C], bx)
+    with pytest.raises(RaceError, match="A.shared"):
+        _check_matmul(s, A, B, C)
 
 
 def _chain(n):
