@@ -298,7 +298,8 @@ def reset_plugin_manager() -> None:
 def _reset_kind_cache() -> None:
     # Only a registry that was already imported can hold a stale cache.
     for modname, fn in (("loom.target.kind", "reset_kind_cache"), ("loom.ir.op", "reset_plugin_rules"),
-                        ("loom.backend.stages", "reset_backend_cache")):
+                        ("loom.backend.stages", "reset_backend_cache"),
+                        ("loom.runtime.device_api", "reset_device_apis")):
         reset = getattr(sys.modules.get(modname), fn, None)
         if callable(reset):
             reset()

@@ -102,6 +102,12 @@ def get_backend(kind: str) -> tuple[Backend, str]:
         with _lock:
             _backends[kind] = (backend, impl.plugin_name)
         return backend, impl.plugin_name
+    from ..plugins import collect_target_kinds
+
+    owner = collect_target_kinds().get(kind, (None, None))[1]
+    if owner is not None:
+        raise PluginError(f"no backend can build target kind {kind!r}: plugin {owner!r} contributes the kind but "
+                          f"no backend (loom_backend) for it, so it cannot generate code yet")
     raise PluginError(f"no backend can build target kind {kind!r}; installed target kinds: "
                       f"{', '.join(list_kinds()) or 'none'}. Install the backend package for {kind!r} "
                       f"(e.g. loom-llvm, loom-c, loom-cuda) or register a plugin implementing loom_backend for it")

@@ -1,14 +1,20 @@
 """The C-style renderer shared by the C and CUDA backends.
 
 :class:`CStyleRenderer` turns lowered PrimFuncs into C text.  What differs
-between dialects lives in tables and class attributes: ``code_for_op`` maps an
-IR node class or an intrinsic op name to a template function, ``type_map`` maps
-scalar dtypes to C types, and ``kernel_prefix``, ``restrict_keyword``,
-``barrier``, ``thread_idx`` and ``vector_typedef`` are the dialect knobs.
+between dialects lives in tables, class attributes and overridable methods:
+``code_for_op`` maps an IR node class or an intrinsic op name to a template
+function, ``type_map`` maps scalar dtypes to C types, ``kernel_prefix``,
+``restrict_keyword``, ``barrier``, ``thread_idx`` and ``vector_typedef`` are
+the dialect knobs, and ``intrinsic_rules`` lower the intrinsic calls that
+LowerIntrin left (as the target's ``loom_intrinsic_rules`` would).
 
-Every function gets the native ABI of :mod:`loom.runtime.abi`::
-
-    int32_t name(const uint64_t *args, const char **error)
+A function is rendered as its *signature* (:meth:`~CStyleRenderer.function_signature`;
+by default a plain C function of typed parameters, ``void f(float * restrict A, int32_t n)``),
+a *prologue* and an *epilogue* around the body (empty by default), and the
+statement hooks of :mod:`loom.codegen.cstyle_stmt` (failed asserts, allocations
+off the stack).  A call of another function (a ``GlobalVar``) goes through
+:meth:`~CStyleRenderer.call_global`.  A calling convention, such as the CPU's
+native ABI of the C backend, is a dialect's choice made in those methods.
 
 Vector values use GCC vector extensions; operations C cannot express on whole
 vectors are rendered lane by lane in a statement expression (re-vectorized by cc).
@@ -17,34 +23,44 @@ vectors are rendered lane by lane in a statement expression (re-vectorized by cc
 >>> from loom.ir import BufferStore, PrimFunc
 >>> A = loom.decl_buffer((4,), "float32", name="A")
 >>> f = PrimFunc([A.data], BufferStore(A, A[0] + 1.0, [1]), buffer_map={A.data: A})
->>> print(CStyleRenderer().render_function("f", f)[-3])
+>>> for line in CStyleRenderer().render_function("f", f): print(line)
+void f(float *A) {
   A[1] = (A[0] + 1.0f);
+}
 """
 
 from __future__ import annotations
 
 import math
-import re
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType
 from ..ir.function import IRModule, PrimFunc
 from ..ir.op import Op
-from ..runtime.abi import NATIVE_ALIGNMENT, abi_vars
-from .cstyle_ops import BASE_CODE_FOR_OP, PREAMBLE, CodegenError, Template, sanitize
+from ..runtime.abi import abi_vars
+from .cstyle_ops import BASE_CODE_FOR_OP, LIBM_FUNCTIONS, PREAMBLE, CodegenError, Template, is_simple, sanitize
+from .cstyle_stmt import Release, StatementRenderer
 
-__all__ = ["CStyleRenderer", "CodegenError", "sanitize"]
+__all__ = ["CStyleRenderer", "CodegenError", "Release", "sanitize"]
+
+#: ``rule(call) -> PrimExpr | None``: an intrinsic lowering rule (see :mod:`loom.ir.op`).
+Rule = Callable[[E.Call], Any]
 
 
-class CStyleRenderer:
-    """Renders lowered PrimFuncs as C-like source (one ABI function per PrimFunc).
+class CStyleRenderer(StatementRenderer):
+    """Renders lowered PrimFuncs as C-like source (one C function per PrimFunc).
 
     :param openmp: parallel loops get ``#pragma omp parallel for`` (:attr:`parallel_pragma`).
+    :param rules: lowering rules of intrinsic ops, applied to calls that no
+        ``code_for_op`` template renders (what LowerIntrin did not lower).
 
-    Subclasses change the tables and knobs below, or override
-    :meth:`render_function` and :meth:`render_thread_extent`.
+    Subclasses change the tables and knobs below, or override the function
+    hooks (:meth:`function_signature`, :meth:`function_prologue`,
+    :meth:`function_epilogue`, :meth:`call_global`) and the statement hooks
+    (:meth:`assert_failure`, :meth:`allocate_heap`, :meth:`allocate_device`,
+    :meth:`render_thread_extent`).
     """
 
     code_for_op: ClassVar[dict[Any, Template]] = BASE_CODE_FOR_OP
@@ -56,11 +72,10 @@ class CStyleRenderer:
     #: Element types of vectors whose scalar type cannot be a vector element.
     vector_element: ClassVar[dict[str, str]] = {"bool": "int8_t"}
     vector_typedef: ClassVar[str] = "typedef {elem} {name} __attribute__((vector_size({size})));"
-    #: Functions are ``{kernel_prefix}int32_t name(const uint64_t *args, const char **error)``.
+    #: Written before the return type of every function's signature (``__global__ ``).
     kernel_prefix: ClassVar[str] = ""
     restrict_keyword: ClassVar[str] = "restrict"
     barrier: ClassVar[str] = ""
-    param_alignment: ClassVar[int] = NATIVE_ALIGNMENT  # the most argument pointers are assumed aligned to
     #: Thread tag -> C expression; tags not listed run as serial loops.
     thread_idx: ClassVar[dict[str, str]] = {}
     #: Constant allocations up to this many bytes live on the stack.
@@ -70,29 +85,38 @@ class CStyleRenderer:
     parallel_pragma: ClassVar[str] = "#pragma omp parallel for schedule(static)"
     parallel_preamble: ClassVar[str] = ""
     indent_unit: ClassVar[str] = "  "
+    #: Functions the preamble's headers declare (``extern`` calls of them need no declaration).
+    header_functions: ClassVar[frozenset[str]] = LIBM_FUNCTIONS
 
-    def __init__(self, openmp: bool = False) -> None:
+    def __init__(self, openmp: bool = False, rules: Mapping[str, Rule] | None = None) -> None:
         self.openmp = openmp
+        self.intrinsic_rules: dict[str, Rule] = dict(rules or {})
         self.typedefs: dict[str, str] = {}
         self.externs: dict[str, str] = {}
+        #: Further file-level declarations the functions need, in first-use order (slots, prototypes).
+        self.declarations: dict[str, str] = {}
+        #: The C symbol of each function of the module being rendered, by its name there.
+        self.functions: dict[str, str] = {}
 
     # -- module -------------------------------------------------------------
 
     def render(self, mod: IRModule | PrimFunc, name: str = "default_function") -> str:
-        """The whole translation unit: preamble, typedefs, prototypes, functions."""
+        """The whole translation unit: preamble, typedefs, declarations, functions."""
         funcs = {name: mod} if isinstance(mod, PrimFunc) else dict(mod.functions)
-        self.typedefs, self.externs = {}, {}
-        body: list[str] = []
-        symbols: dict[str, str] = {}
+        self.typedefs, self.externs, self.declarations = {}, {}, {}
+        self.functions = {}
         for fname, func in funcs.items():
             if not isinstance(func, PrimFunc):
                 raise CodegenError(f"the C renderer renders PrimFuncs; {fname!r} is a {type(func).__name__}")
-            clash = symbols.setdefault(self.symbol(fname), fname)
-            if clash != fname:
+            clash = next((n for n, sym in self.functions.items() if sym == self.symbol(fname)), None)
+            if clash is not None:
                 raise CodegenError(f"functions {clash!r} and {fname!r} both become the C symbol {self.symbol(fname)!r}")
+            self.functions[fname] = self.symbol(fname)
+        body: list[str] = []
+        for fname, func in funcs.items():
             body += [*self.render_function(fname, func), ""]
         head = [self.preamble.rstrip("\n"), self.parallel_preamble.rstrip("\n") if self.openmp else "",
-                *sorted(self.typedefs.values()), *sorted(self.externs.values())]
+                *sorted(self.typedefs.values()), *sorted(self.externs.values()), *self.declarations.values()]
         return "\n".join([line for line in head if line] + [""] + body)
 
     def symbol(self, name: str) -> str:
@@ -102,40 +126,60 @@ class CStyleRenderer:
     # -- functions ----------------------------------------------------------
 
     def render_function(self, name: str, func: PrimFunc) -> list[str]:
-        """One PrimFunc as an ABI function: argument unpacking, then the body."""
+        """One PrimFunc: its signature, then the prologue, the body and the epilogue in braces."""
         self._names: dict[int, str] = {}
         self._used: set[str] = set()
         self._declared: set[int] = set()
+        self._bound: set[int] = set()  # thread variables bound around the current statement
         self._elem: dict[int, DataType | None] = {}
-        self._heap: list[str] = []
+        self._releases: list[Release] = []
         self._parallel = 0
         self._tmp = 0
         self._lines: list[str] = []
         self._depth = 1
+        signature = self.function_signature(name, func)
+        self.function_prologue(name, func)
+        self.stmt(func.body)
+        self.function_epilogue(name, func)
+        return [signature + " {", *self._lines, "}"]
+
+    def function_signature(self, name: str, func: PrimFunc) -> str:
+        """The C declarator of ``func``: by default ``void name(<one typed parameter per ABI slot>)``.
+
+        Buffer parameters are pointers to their element type (``restrict`` when
+        ``attrs["tir.noalias"]``); the slots are :func:`loom.runtime.abi.abi_vars`
+        (the parameters, then the symbolic shape variables that are not).
+        """
+        return f"{self.kernel_prefix}void {self.symbol(name)}({', '.join(self.typed_parameters(func)) or 'void'})"
+
+    def typed_parameters(self, func: PrimFunc) -> list[str]:
+        """``float * restrict A``, ``int32_t n``...: each ABI slot of ``func`` as a C parameter."""
         restrict = f" {self.restrict_keyword} " if func.attrs.get("tir.noalias") and self.restrict_keyword else ""
         buffers = {id(p): b for p, b in func.buffer_map.items()}
-        for k, v in enumerate(abi_vars(func)):
+        out = []
+        for v in abi_vars(func):
             buf = buffers.get(id(v))
             if buf is not None:
                 self._names[id(v)] = c = self.name(buf.data)
                 self._elem[id(buf.data)] = buf.dtype
-                ct = self.type_name(buf.dtype)
-                ptr = f"(void *)(uintptr_t)args[{k}]"
-                if (align := min(buf.data_alignment, self.param_alignment)) > 1:
-                    ptr = f"__builtin_assume_aligned({ptr}, {align})"
-                self.emit(f"{ct} *{restrict}{c} = ({ct} *){ptr};")
+                out.append(f"{self.type_name(buf.dtype)} *{restrict or ''}{c}")
             elif v.dtype.is_handle:
-                self.emit(f"void *{self.name(v)} = (void *)(uintptr_t)args[{k}];")
-            elif v.dtype.is_float:
-                self.emit(f"const {self.type_name(v.dtype)} {self.name(v)} = "
-                          f"({self.type_name(v.dtype)})loom_f64_of_bits(args[{k}]);")
+                out.append(f"void *{self.name(v)}")
             else:
-                self.emit(f"const {self.type_name(v.dtype)} {self.name(v)} = ({self.type_name(v.dtype)})args[{k}];")
-        self.emit("(void)error;")
-        self.stmt(func.body)
-        self.emit("return 0;")
-        sig = f"{self.kernel_prefix}int32_t {self.symbol(name)}(const uint64_t *args, const char **error)"
-        return [sig + " {", *self._lines, "}"]
+                out.append(f"{self.type_name(v.dtype)} {self.name(v)}")
+        return out
+
+    def function_prologue(self, name: str, func: PrimFunc) -> None:
+        """Emit what comes before the body (default: nothing)."""
+
+    def function_epilogue(self, name: str, func: PrimFunc) -> None:
+        """Emit what comes after the body (default: nothing)."""
+
+    def call_global(self, call: E.Call) -> str:
+        """A call of another function (``Call`` of a GlobalVar): by default a plain C call of its symbol."""
+        name = call.op.name_hint
+        symbol = self.functions.get(name, sanitize(name))
+        return f"{symbol}({', '.join(self.expr(a) for a in call.args)})"
 
     # -- naming and emission ------------------------------------------------
 
@@ -243,10 +287,14 @@ class CStyleRenderer:
         """The C text of ``e``."""
         key = e.op.name if isinstance(e, E.Call) and isinstance(e.op, Op) else type(e)
         rule = self.code_for_op.get(key)
-        if rule is None:
-            what = f"intrinsic {key}" if isinstance(key, str) else f"{type(e).__name__} nodes"
-            raise CodegenError(f"{type(self).__name__} cannot render {what} ({e})")
-        return rule(self, e)
+        if rule is not None:
+            return rule(self, e)
+        lower = self.intrinsic_rules.get(key) if isinstance(key, str) else None
+        lowered = lower(e) if lower is not None else None
+        if lowered is not None:  # a call LowerIntrin did not lower: the same rule, here
+            return self.expr(lowered)
+        what = f"intrinsic {key}" if isinstance(key, str) else f"{type(e).__name__} nodes"
+        raise CodegenError(f"{type(self).__name__} cannot render {what} ({e})")
 
     def arith(self, n: E.BinaryOp, sym: str) -> str:
         t = n.dtype
@@ -264,7 +312,7 @@ class CStyleRenderer:
         """
         if t.lanes == 1:
             texts = [self.expr(o) for o in operands]
-            if not dup or all(_simple(x) for x in texts):
+            if not dup or all(is_simple(x) for x in texts):
                 return fn(*texts)
             decls, refs = self._bind(operands, texts, vector=False)
             return f"({{ {' '.join(decls)} {fn(*refs)}; }})"
@@ -319,181 +367,6 @@ class CStyleRenderer:
         out = self.tmp()
         return (f"({{ {' '.join(decls)} {self.type_name(n.dtype)} {out}; for (int _l = 0; _l < {n.dtype.lanes}; "
                 f"++_l) {out}[_l] = {ptr}[{self._flat(n.buffer, refs)}]; {out}; }})")
-
-    # -- statements ---------------------------------------------------------
-
-    def stmt(self, s: S.Stmt) -> None:
-        """Emit the C lines of ``s``."""
-        method = getattr(self, f"stmt_{type(s).__name__}", None)
-        if method is None:
-            raise CodegenError(f"{type(self).__name__} cannot render {type(s).__name__} statements")
-        method(s)
-
-    def stmt_SeqStmt(self, s: S.SeqStmt) -> None:
-        for x in s.seq:
-            self.stmt(x)
-
-    def stmt_Evaluate(self, s: S.Evaluate) -> None:
-        if not isinstance(s.value, (E.IntImm, E.FloatImm)):
-            text = self.expr(s.value)
-            if text and text != "0":
-                self.emit(f"{text};" if isinstance(s.value, E.Call) else f"(void)({text});")
-
-    def scoped(self, var: E.Var, render: Callable[[], None]) -> None:
-        """Run ``render``, which declares ``var``, in a C block of its own when ``var``
-        was declared before (bodies copied by unrolling or partitioning)."""
-        again = id(var) in self._declared
-        self._declared.add(id(var))
-        if again:
-            self.emit("{")
-            self._depth += 1
-        render()
-        if again:
-            self._depth -= 1
-            self.emit("}")
-
-    def stmt_LetStmt(self, s: S.LetStmt) -> None:
-        self.scoped(s.var, lambda: self._let(s))
-
-    def _let(self, s: S.LetStmt) -> None:
-        if s.var.dtype.is_handle:
-            self._elem.setdefault(id(s.var), None)
-        const = "" if s.var.dtype.is_handle else "const "
-        self.emit(f"{const}{self.type_name(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
-        self.stmt(s.body)
-
-    def stmt_AttrStmt(self, s: S.AttrStmt) -> None:
-        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar) \
-                and id(s.node.var) not in self._declared:
-            self.render_thread_extent(s)
-        else:
-            self.stmt(s.body)
-
-    def render_thread_extent(self, s: S.AttrStmt) -> None:
-        """A thread binding: the dialect's index expression, or a serial loop over the extent."""
-        iv = s.node
-        self._declared.add(id(iv.var))
-        index = self.thread_idx.get(iv.thread_tag)
-        ct, v = self.type_name(iv.var.dtype), self.name(iv.var)
-        if index is not None:
-            self.emit(f"const {ct} {v} = ({ct})({index});")
-            self.stmt(s.body)
-        else:
-            self.block(f"for ({ct} {v} = 0; {v} < {self.expr(s.value)}; ++{v})", s.body)
-
-    def stmt_AssertStmt(self, s: S.AssertStmt) -> None:
-        message = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
-        frees = " ".join(f"free({h});" for h in reversed(self._heap))
-        self.emit(f"if (!({self.expr(s.condition)})) {{ {frees + ' ' if frees else ''}"
-                  f"*error = {self.string_literal(message)}; return -1; }}")
-        self.stmt(s.body)
-
-    def stmt_IfThenElse(self, s: S.IfThenElse) -> None:
-        if s.else_case is None:
-            self.block(f"if ({self.expr(s.condition)})", s.then_case)
-        else:
-            self.block(f"if ({self.expr(s.condition)})", s.then_case, tail="} else {")
-            self._depth += 1
-            self.stmt(s.else_case)
-            self._depth -= 1
-            self.emit("}")
-
-    def stmt_While(self, s: S.While) -> None:
-        self.block(f"while ({self.expr(s.condition)})", s.body)
-
-    def stmt_For(self, s: S.For) -> None:
-        v, ct = self.name(s.loop_var), self.type_name(s.loop_var.dtype)
-        self._declared.add(id(s.loop_var))
-        lo, extent = self.expr(s.min), self.expr(s.extent)
-        if not _simple(lo):  # bounds are evaluated once, before the loop
-            lo = self.bind(f"{v}_begin", ct, lo)
-        hi = extent if lo == "0" else f"{lo} + {extent}"
-        if not _simple(extent):
-            hi = self.bind(f"{v}_end", ct, hi)
-        parallel = s.kind == S.ForKind.PARALLEL and self.openmp and self._parallel == 0
-        if parallel and _exits(s.body, self.stack_limit):
-            self.emit("/* serial: the body may return an error, which OpenMP loops cannot */")
-            parallel = False
-        if parallel:
-            self.emit(self.parallel_pragma)
-        elif s.kind == S.ForKind.UNROLLED:
-            self.emit(f"#pragma GCC unroll {min(s.extent.value, 65534)}" if isinstance(s.extent, E.IntImm)
-                      else "#pragma GCC unroll 8")
-        self._parallel += parallel
-        self.block(f"for ({ct} {v} = {lo}; {v} < {hi}; ++{v})", s.body)
-        self._parallel -= parallel
-
-    def stmt_BufferStore(self, s: S.BufferStore) -> None:
-        buf, t = s.buffer, s.value.dtype
-        ptr = self.pointer(buf)
-        if t.lanes == 1 or t == buf.dtype:
-            self.emit(f"{ptr}[{self._flat(buf, [self.expr(i) for i in s.indices])}] = {self.expr(s.value)};")
-            return
-        value, v = self.expr(s.value), self.tmp()
-        start = self._contiguous(buf, s.indices)
-        if start is not None:
-            size = self._vector_bytes(t, v)
-            self.emit(f"{{ {self.type_name(t)} {v} = {value}; memcpy(&{ptr}[{start}], &{v}, {size}); }}")
-            return
-        decls, refs = self._bind(list(s.indices), [self.expr(i) for i in s.indices], vector=True)
-        self.emit(f"{{ {self.type_name(t)} {v} = {value}; {' '.join(decls)} for (int _l = 0; _l < {t.lanes}; ++_l) "
-                  f"{ptr}[{self._flat(buf, refs)}] = {v}[_l]; }}")
-
-    def stmt_Allocate(self, s: S.Allocate) -> None:
-        self.scoped(s.buffer_var, lambda: self._allocate(s))
-
-    def _allocate(self, s: S.Allocate) -> None:
-        ct, v = self.type_name(s.dtype), self.name(s.buffer_var)
-        self._elem[id(s.buffer_var)] = s.dtype
-        if _small(s, self.stack_limit):
-            align = s.annotations.get("alignment", 64)
-            self.emit(f"{ct} {v}[{_count(s)}] __attribute__((aligned({align})));")
-            self.stmt(s.body)
-            return
-        size = " * ".join([f"(size_t)({self.expr(x)})" for x in s.extents] + [f"sizeof({ct})"])
-        frees = " ".join(f"free({h});" for h in reversed(self._heap))
-        self.emit(f"{ct} *{v} = ({ct} *)loom_alloc({size});")
-        self.emit(f"if (!{v}) {{ {frees + ' ' if frees else ''}*error = \"out of memory in allocation of "
-                  f"{sanitize(s.buffer_var.name)}\"; return -1; }}")
-        self._heap.append(v)
-        self.stmt(s.body)
-        self._heap.pop()
-        self.emit(f"free({v});")
-
-
-def _simple(text: str) -> bool:
-    """An identifier or a literal: cheap and safe to repeat."""
-    return re.fullmatch(r"\(?-?[\w.]+\)?", text) is not None
-
-
-def _exits(body: S.Stmt, stack_limit: int) -> bool:
-    """Whether ``body`` holds a statement that may return from the function."""
-    from ..ir.functor import post_order_visit
-
-    found = []
-
-    def visit(n: Any) -> None:
-        if isinstance(n, S.AssertStmt) or isinstance(n, S.Allocate) and not _small(n, stack_limit):
-            found.append(n)
-
-    post_order_visit(body, visit)
-    return bool(found)
-
-
-def _count(s: S.Allocate) -> int | None:
-    """The element count of a constant-size allocation, else None."""
-    count = 1
-    for x in s.extents:
-        if not isinstance(x, E.IntImm):
-            return None
-        count *= x.value
-    return count
-
-
-def _small(s: S.Allocate, stack_limit: int) -> bool:
-    count = _count(s)
-    return count is not None and 0 < count * s.dtype.bytes <= stack_limit
-
 
 def _pow2_lanes(lanes: int) -> int:
     """The lane count of the GCC vector holding ``lanes`` lanes: the next power of two."""

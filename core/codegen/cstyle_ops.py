@@ -24,7 +24,7 @@ from ..ir.dtype import DataType
 if TYPE_CHECKING:
     from .cstyle import CStyleRenderer
 
-__all__ = ["BASE_CODE_FOR_OP", "PREAMBLE", "CodegenError", "Template", "sanitize"]
+__all__ = ["BASE_CODE_FOR_OP", "PREAMBLE", "CodegenError", "Template", "sanitize", "is_simple", "LIBM_FUNCTIONS"]
 
 Template = Callable[["CStyleRenderer", Any], str]
 
@@ -45,6 +45,11 @@ def sanitize(name: str) -> str:
     if out[0].isdigit() or out[0] == "_" or out in _C_WORDS:
         out = "v_" + out.lstrip("_")
     return out
+
+
+def is_simple(text: str) -> bool:
+    """An identifier or a literal: cheap and safe to repeat."""
+    return re.fullmatch(r"\(?-?[\w.]+\)?", text) is not None
 
 
 # ---------------------------------------------------------------------------
@@ -89,10 +94,6 @@ def _floor_op(kind: str) -> Template:
     return render
 
 
-def _math(fn: str) -> Template:
-    return lambda r, n: r.elementwise(n.dtype, list(n.args), lambda *a: f"{r.math_name(fn, n.dtype)}({', '.join(a)})")
-
-
 def _unary(template: Callable[[CStyleRenderer, DataType, str], str]) -> Template:
     return lambda r, n: r.elementwise(n.dtype, [n.args[0]], lambda a: template(r, n.dtype.element_of(), a), dup=True)
 
@@ -125,18 +126,13 @@ def _extern(r: CStyleRenderer, n: E.Call) -> str:
     name, *args = n.args
     if not isinstance(name, E.StringImm):
         raise CodegenError(f"call_extern needs a function name (StringImm) first, got {type(name).__name__}")
-    types = ", ".join(r.type_name(a.dtype) for a in args) or "void"
-    r.externs.setdefault(name.value, f"extern {r.type_name(n.dtype)} {name.value}({types});")
-    return f"{name.value}({', '.join(r.expr(a) for a in args)})"
+    if name.value not in r.header_functions:
+        types = ", ".join(r.type_name(a.dtype.element_of()) for a in args) or "void"
+        r.externs.setdefault(name.value, f"extern {r.type_name(n.dtype.element_of())} {name.value}({types});")
+    # C functions take scalars: vector operands are passed lane by lane.
+    return r.elementwise(n.dtype, args, lambda *a: f"{name.value}({', '.join(a)})")
 
 
-def _sigmoid(r: CStyleRenderer, t: DataType, a: str) -> str:
-    one = r.float_literal(1.0, t)
-    return f"({one} / ({one} + {r.math_name('exp', t)}(-{a})))"
-
-
-_MATH = ("exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "trunc", "fabs",
-         "erf")
 _SYMBOLS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.Mod: "%"}
 
 BASE_CODE_FOR_OP: dict[Any, Template] = {
@@ -160,11 +156,8 @@ BASE_CODE_FOR_OP: dict[Any, Template] = {
     E.Ramp: lambda r, n: r.elementwise(n.dtype, [n.base, n.stride], lambda b, s: r.wrap(n.dtype, f"{b} + _l * {s}")),
     E.Let: lambda r, n: (f"({{ const {r.type_name(n.var.dtype)} {r.name(n.var)} = {r.expr(n.value)}; "
                          f"{r.expr(n.body)}; }})"),
-    **{f"tir.{fn}": _math(fn) for fn in _MATH},
-    "tir.round": _math("nearbyint"),
-    "tir.power": _math("pow"),
-    "tir.rsqrt": _unary(lambda r, t, a: f"({r.float_literal(1.0, t)} / {r.math_name('sqrt', t)}({a}))"),
-    "tir.sigmoid": _unary(_sigmoid),
+    # A Call keyed by its class is a call of another function (intrinsic calls are keyed by op name).
+    E.Call: lambda r, n: r.call_global(n),
     "tir.abs": _unary(_abs),
     "tir.popcount": _unary(_popcount),
     "tir.isnan": lambda r, n: r.elementwise(n.dtype, [n.args[0]], lambda a: f"(({a}) != ({a}))", dup=True),
@@ -175,6 +168,12 @@ BASE_CODE_FOR_OP: dict[Any, Template] = {
     "tir.call_pure_extern": _extern,
     "tir.tvm_storage_sync": lambda r, n: r.barrier or "0",
 }
+
+#: The C library's math functions, which ``math.h`` (in :data:`PREAMBLE`) declares.
+LIBM_FUNCTIONS = frozenset(
+    f + suffix for f in ("exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "sin", "cos", "floor", "ceil",
+                         "trunc", "fabs", "erf", "nearbyint", "pow", "fmod", "round")
+    for suffix in ("", "f"))
 
 
 #: Headers and helpers of the C dialect: word-to-double, floor division, aligned allocation.

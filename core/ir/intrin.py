@@ -26,7 +26,8 @@ from .op import Op, register_op
 __all__ = [
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
     "power", "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan",
-    "if_then_else", "reinterpret", "likely", "call_extern", "call_intrin",
+    "if_then_else", "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_pure_intrin",
+    "call_intrin",
 ]
 
 
@@ -71,6 +72,8 @@ register_op("tir.reinterpret", 1, None, doc="the bits of x read as another dtype
 register_op("tir.likely", 1, lambda x: x, doc="a branch-prediction hint; the value itself")
 register_op("tir.call_extern", -1, None, pure=False, doc="call an external C function by name")
 register_op("tir.call_pure_extern", -1, None, doc="call an external side-effect-free C function")
+register_op("tir.call_llvm_pure_intrin", -1, None,
+            doc="call a side-effect-free LLVM intrinsic by name (``llvm.exp``), overloaded on its first operand's type")
 register_op("tir.tvm_tuple", -1, None, doc="a tuple of values carried by an AttrStmt (storage_align...)")
 
 
@@ -160,3 +163,24 @@ def likely(cond: Any) -> E.PrimExpr:
 def call_extern(dtype: Any, func_name: str, *args: Any) -> E.Call:
     """Call the external function ``func_name`` (the first argument is its name)."""
     return call_intrin(dtype, "tir.call_extern", E.StringImm(func_name), *args)
+
+
+def call_pure_extern(dtype: Any, func_name: str, *args: Any) -> E.Call:
+    """Call the side-effect-free external function ``func_name`` (may be hoisted or dropped).
+
+    >>> import loom
+    >>> str(call_pure_extern("float32", "expf", loom.var("x", "float32")))
+    "call_pure_extern('float32', 'expf', x)"
+    """
+    return call_intrin(dtype, "tir.call_pure_extern", E.StringImm(func_name), *args)
+
+
+def call_llvm_pure_intrin(dtype: Any, intrinsic: str, *args: Any) -> E.Call:
+    """Call the LLVM intrinsic ``intrinsic`` (``"llvm.exp"``) on ``args``; the llvm backend mangles the
+    overload from the first operand's type (``llvm.exp.v8f32``).
+
+    >>> import loom
+    >>> call_llvm_pure_intrin("float32", "llvm.sqrt", loom.var("x", "float32")).args[0].value
+    'llvm.sqrt'
+    """
+    return call_intrin(dtype, "tir.call_llvm_pure_intrin", E.StringImm(intrinsic), *args)

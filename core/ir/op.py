@@ -2,10 +2,11 @@
 
 An :class:`Op` is a named intrinsic such as ``tir.exp``.  The core registers
 each op once with its arity and a numpy implementation (the reference
-interpreter uses it).  Backends contribute *lowering rules*: for a target kind
-and an op, a function that rewrites the ``Call`` into something the backend can
-emit (an LLVM intrinsic name, a C function call...).  Rules arrive through the
-``loom_intrinsic_rules`` plugin hook; ``register_lowering`` is the direct API.
+interpreter uses it).  Backends contribute *lowering rules*: for a target and
+an op, a function that rewrites the ``Call`` into something the backend can
+emit (an LLVM intrinsic call, a C function call...).  Rules arrive through the
+``loom_intrinsic_rules(target)`` plugin hook, asked once per target;
+``register_lowering`` is the direct API, keyed by target kind.
 
 >>> Op.get("tir.exp").name
 'tir.exp'
@@ -13,12 +14,15 @@ emit (an LLVM intrinsic name, a C function call...).  Rules arrive through the
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 
 from ..errors import LoomError, LoomValueError
 from .node import Node, register_object, value
+
+if TYPE_CHECKING:
+    from ..target import Target
 
 __all__ = ["Op", "OpInfo", "register_op", "register_lowering", "lowering_rule", "list_ops", "reset_plugin_rules"]
 
@@ -65,6 +69,9 @@ class Op(Node):
     def __from_json_fields__(cls, name: str) -> Op:
         return cls.get(name)  # one Op object per name, also after loading
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Op.get, (self.name,))  # the registered singleton in the loading process too
+
     def __attrs_post_init__(self) -> None:
         if self.name not in _OPS:
             raise LoomValueError(f"unknown intrinsic op {self.name!r}")
@@ -80,10 +87,10 @@ def register_op(name: str, num_inputs: int, numpy_impl: Callable[..., Any] | Non
 
 
 def register_lowering(op_name: str, target_kind: str, rule: Callable[[Any], Any], override: bool = False) -> None:
-    """Give ``op_name`` a lowering rule for ``target_kind``.
+    """Give ``op_name`` a lowering rule for every target of kind ``target_kind``.
 
     ``rule(call) -> PrimExpr`` returns the replacement of the call, typically a
-    ``Call`` of an extern function or of a backend intrinsic.
+    ``Call`` of an extern function or of a backend intrinsic (None: leave the call).
     """
     info = Op.get(op_name).info
     if target_kind in info.lowering and not override:
@@ -91,42 +98,69 @@ def register_lowering(op_name: str, target_kind: str, rule: Callable[[Any], Any]
     info.lowering[target_kind] = rule
 
 
-def lowering_rule(op: Op | str, target_kind: str) -> Callable[[Any], Any] | None:
-    """The lowering rule of ``op`` for ``target_kind`` (or for ``default``), or None.
+def lowering_rule(op: Op | str, target: Target | str) -> Callable[[Any], Any] | None:
+    """The lowering rule of ``op`` for ``target`` (a Target or a kind name), or None.
 
-    Rules registered directly win over rules that plugins contribute through the
-    ``loom_intrinsic_rules`` hook.
+    Rules registered directly for the target's kind win over rules that plugins
+    contribute through the ``loom_intrinsic_rules`` hook (which receives the
+    Target, so a rule may depend on its attributes); rules registered for the
+    kind ``default`` come last.  A kind name is asked of the plugins as
+    ``Target(kind)`` when that kind is registered.
     """
     info = (Op.get(op) if isinstance(op, str) else op).info
-    for kind in (target_kind, "default"):
-        rule = info.lowering.get(kind) or _plugin_rules(kind).get(info.name)
-        if rule is not None:
-            return rule
-    return None
+    kind = target if isinstance(target, str) else target.kind_name
+    rule = info.lowering.get(kind) or _plugin_rules(target).get(info.name)
+    return rule if rule is not None else info.lowering.get("default")
 
 
 _PLUGIN_RULES: dict[str, dict[str, Callable[[Any], Any]]] = {}
 
 
-def _plugin_rules(target_kind: str) -> dict[str, Callable[[Any], Any]]:
-    """Rules contributed by plugins for one target kind, asked once and cached."""
-    found = _PLUGIN_RULES.get(target_kind)
+def _as_target(target: Target | str) -> Target | None:
+    """``target`` as a Target; None for a kind name no plugin registered (no plugin can serve it)."""
+    from ..target import Target, find_kind
+
+    if not isinstance(target, str):
+        return target
+    return Target(target) if find_kind(target) is not None else None
+
+
+def _plugin_rules(target: Target | str) -> dict[str, Callable[[Any], Any]]:
+    """Rules contributed by plugins for one target, asked once per canonical target string and cached."""
+    key = target if isinstance(target, str) else str(target)
+    found = _PLUGIN_RULES.get(key)
     if found is not None:
         return found
+    resolved = _as_target(target)
+    if resolved is None:
+        return {}  # not cached: the kind may be registered later
+    found = _PLUGIN_RULES[key] = _ask_plugins(resolved)
+    return found
+
+
+def _ask_plugins(target: Target) -> dict[str, Callable[[Any], Any]]:
     from ..errors import PluginError
     from ..plugins import get_plugin_manager
 
-    found, owner = {}, {}
+    found: dict[str, Callable[[Any], Any]] = {}
+    owner: dict[str, str] = {}
     for impl in get_plugin_manager().hook.loom_intrinsic_rules.get_hookimpls():
-        rules = impl.function(target_kind=target_kind) or {}
+        try:
+            rules = impl.function(target=target) or {}
+        except LoomError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a plugin's bug, named
+            raise PluginError(f"plugin {impl.plugin_name!r} raised in loom_intrinsic_rules({target}): "
+                              f"{type(err).__name__}: {err}") from err
         if not isinstance(rules, dict):
-            raise PluginError(f"plugin {impl.plugin_name!r}: loom_intrinsic_rules must return a dict, got {type(rules).__name__}")
+            raise PluginError(f"plugin {impl.plugin_name!r}: loom_intrinsic_rules must return a dict, "
+                              f"got {type(rules).__name__}")
         for name, rule in rules.items():
             key = Op.get(name).name
             if key in found:
-                raise PluginError(f"plugins {owner[key]!r} and {impl.plugin_name!r} both give a {target_kind!r} rule for {key}")
+                raise PluginError(f"plugins {owner[key]!r} and {impl.plugin_name!r} both give a rule for {key} "
+                                  f"when compiling for {target}")
             found[key], owner[key] = rule, impl.plugin_name
-    _PLUGIN_RULES[target_kind] = found
     return found
 
 

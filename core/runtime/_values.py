@@ -1,4 +1,8 @@
-"""Scalar arguments and layout expressions, as the argument checker converts and evaluates them."""
+"""Argument values as the checker reads them: scalars, layout expressions, and arrays on the host or a device.
+
+The argument errors are defined here, for these helpers to raise, and published
+by :mod:`loom.runtime.arguments`.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,37 @@ import operator
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
-from ..errors import LoomTypeError
+from ..errors import LoomError, LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir.dtype import DataType
+from ..target.devices import device_type_name
+from .ndarray import NDArray, aligned_empty, from_dlpack
 
-__all__ = ["int_range", "scalar_converter", "int_evaluator"]
+__all__ = ["ArgumentError", "ArgumentTypeError", "ArgumentValueError", "int_range", "scalar_converter",
+           "int_evaluator", "elems", "span", "root_of", "flat_memory", "aligned_clone", "kind_of", "check_strides",
+           "describe", "host_array", "device_array", "data_of"]
+
+_CPU = 1
+
+
+class ArgumentError(LoomError):
+    """A call's arguments do not match the function's parameters."""
+
+    __module__ = "loom.runtime.arguments"  # its public home (defined here so the helpers below can raise it)
+
+
+class ArgumentTypeError(ArgumentError, LoomTypeError):
+    """Wrong number of arguments, wrong kind of argument or wrong dtype."""
+
+    __module__ = "loom.runtime.arguments"
+
+
+class ArgumentValueError(ArgumentError, LoomValueError):
+    """Right kind of argument with the wrong shape, layout, offset, device or value."""
+
+    __module__ = "loom.runtime.arguments"
 
 
 def int_range(t: DataType) -> tuple[int, int]:
@@ -84,3 +113,147 @@ def int_evaluator(e: E.PrimExpr, fname: str) -> Callable[[dict], int]:
         raise LoomTypeError(f"{fname}: cannot evaluate the layout expression {e} ({type(e).__name__}) at call time")
     a, b = int_evaluator(e.a, fname), int_evaluator(e.b, fname)
     return lambda env: op(a(env), b(env))
+
+
+# -- host arrays (numpy) ---------------------------------------------------------------------------
+
+
+def elems(arr: np.ndarray) -> tuple[int, ...]:
+    """The strides of ``arr`` in elements (whole elements: the checker has refused others)."""
+    item = arr.itemsize
+    return tuple(s // item for s in arr.strides)
+
+
+def span(arr: np.ndarray) -> int:
+    """How many elements from the first the array reaches (non-negative strides)."""
+    item = arr.itemsize
+    return 0 if arr.size == 0 else 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
+
+
+def root_of(arr: np.ndarray) -> np.ndarray | None:
+    """The C-contiguous array ``arr`` is a view into, or None when it is its own memory."""
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return None if root is arr or not root.flags.c_contiguous else root
+
+
+def flat_memory(arr: np.ndarray, from_base: bool) -> tuple[np.ndarray, int]:
+    """See :meth:`BoundCall.memory`; ``arr`` has passed its checks (so offsets are whole elements)."""
+    item = arr.itemsize
+    root = root_of(arr) if from_base else None
+    if root is not None:
+        raw = root.reshape(-1).view(np.uint8)
+        flat = raw[: raw.shape[0] // item * item].view(arr.dtype)
+        if not arr.flags.writeable and flat.flags.writeable:
+            flat = flat.view()
+            flat.flags.writeable = False
+        return flat, (arr.ctypes.data - root.ctypes.data) // item
+    if arr.flags.c_contiguous:
+        return arr.reshape(-1), 0
+    return as_strided(arr, shape=(span(arr),), strides=(item,), writeable=arr.flags.writeable), 0
+
+
+def aligned_clone(arr: np.ndarray, offset: int, align: int) -> tuple[np.ndarray, int]:
+    """A copy of ``arr`` at an ``align``-aligned data pointer, same strides and element offset; and that pointer."""
+    flat = aligned_empty((offset + span(arr),), arr.dtype, align)
+    clone = np.ndarray(arr.shape, arr.dtype, buffer=flat, offset=offset * arr.itemsize, strides=arr.strides)
+    clone[...] = arr
+    return clone, flat.ctypes.data
+
+
+def kind_of(x: Any) -> str:
+    """A short description of an argument, for error messages."""
+    if isinstance(x, np.ndarray):
+        return f"an array of {x.dtype} with shape {x.shape}"
+    return f"{type(x).__name__} {x!r}"[:120]
+
+
+# -- what a call may pass for an array parameter ------------------------------------------------------
+
+
+def check_strides(arr: np.ndarray, what: str) -> None:
+    item = arr.itemsize
+    if any(s % item or s < 0 for s in arr.strides):
+        raise ArgumentValueError(f"{what}: array strides {arr.strides} (bytes) must be non-negative "
+                                 f"multiples of the element size {item}; pass a copy")
+
+
+def describe(arr: Any, kind: str, actual: int) -> str:
+    if kind == "shape":
+        return f"shape {arr.shape}"
+    if kind == "strides":
+        return f"strides {arr.strides if isinstance(arr, NDArray) else elems(arr)}"
+    return "a plain array (offset 0)" if actual == 0 else f"a view {actual} elements into its base array"
+
+
+def _device_text(dev_type: Any, dev_id: Any) -> str:
+    return f"{device_type_name(int(dev_type))}({int(dev_id)})"
+
+
+def host_array(arg: Any, what: str) -> np.ndarray:
+    """The numpy view of a CPU array argument (no copy)."""
+    if type(arg) is np.ndarray:
+        return arg
+    if isinstance(arg, NDArray):
+        if arg._data is None:
+            raise ArgumentValueError(f"{what} must be on cpu(0), got an array on {arg.device}; copy it to the "
+                                     "host with .numpy() or .copyto(loom.cpu())")
+        return arg._data
+    if isinstance(arg, np.ndarray):
+        return np.asarray(arg)
+    dev = getattr(arg, "__dlpack_device__", None)
+    if dev is not None and hasattr(arg, "__dlpack__"):
+        dev_type, dev_id = dev()
+        if int(dev_type) != _CPU:
+            raise ArgumentValueError(f"{what} must be on cpu(0), got a {type(arg).__name__} on "
+                                     f"{_device_text(dev_type, dev_id)}; copy it to the host first")
+        try:
+            return np.from_dlpack(arg)
+        except (BufferError, TypeError, ValueError, RuntimeError) as err:
+            raise ArgumentTypeError(f"{what}: cannot read the {type(arg).__name__} through DLPack: {err}") from None
+    if hasattr(arg, "__array_interface__"):
+        return np.asarray(arg)
+    raise ArgumentTypeError(f"{what} takes an array (numpy, loom.nd or DLPack), got {kind_of(arg)}")
+
+
+def device_array(arg: Any, what: str, dev_type: int) -> NDArray:
+    """The ``loom.nd.NDArray`` of an argument on a device of type ``dev_type`` (DLPack objects are wrapped)."""
+    name = device_type_name(dev_type)
+    copy_hint = f"; copy it with loom.nd.array(x, loom.device({name!r}))"
+    if isinstance(arg, NDArray):
+        if arg._device.device_type == dev_type:
+            return arg
+        hint = copy_hint if arg._device.device_type == _CPU else ""
+        raise ArgumentValueError(f"{what} must be on {name}, got an array on {arg._device}{hint}")
+    if isinstance(arg, np.ndarray):
+        raise ArgumentValueError(f"{what} must be on {name}, got a numpy array on the host{copy_hint}")
+    dev = getattr(arg, "__dlpack_device__", None)
+    if dev is not None and hasattr(arg, "__dlpack__"):
+        got_type, got_id = dev()
+        if int(got_type) != dev_type:
+            hint = copy_hint if int(got_type) == _CPU else ""
+            raise ArgumentValueError(f"{what} must be on {name}, got a {type(arg).__name__} on "
+                                     f"{_device_text(got_type, got_id)}{hint}")
+        try:
+            return from_dlpack(arg)
+        except (BufferError, TypeError, ValueError, RuntimeError) as err:
+            raise ArgumentTypeError(f"{what}: cannot read the {type(arg).__name__} through DLPack: {err}") from None
+    if hasattr(arg, "__array_interface__"):
+        raise ArgumentValueError(f"{what} must be on {name}, got a {type(arg).__name__} on the host{copy_hint}")
+    raise ArgumentTypeError(f"{what} takes an array on {name} (a loom.nd.NDArray or a DLPack object), got "
+                            f"{kind_of(arg)}")
+
+
+def data_of(arr: np.ndarray, what: str) -> tuple[int, int]:
+    """The data pointer and element offset of ``arr`` for a buffer with an ``elem_offset``."""
+    ptr = arr.ctypes.data
+    root = root_of(arr)
+    if root is None:
+        return ptr, 0
+    base = root.ctypes.data
+    delta = ptr - base
+    if delta % arr.itemsize:
+        raise ArgumentValueError(f"{what}: the array starts {delta} bytes into its base array, not a whole "
+                                 f"number of {arr.itemsize}-byte elements")
+    return base, delta // arr.itemsize

@@ -7,21 +7,28 @@ Module is built; each call then runs only those closures.
 
 What a call may pass:
 
-* a **buffer parameter**: a numpy array, a ``loom.nd.NDArray``, any object with
-  ``__dlpack__``/``__dlpack_device__`` on the CPU, or with
+* a **buffer parameter** on the CPU: a numpy array, a ``loom.nd.NDArray``, any
+  object with ``__dlpack__``/``__dlpack_device__`` on the CPU, or with
   ``__array_interface__``.  Checked: dtype, ndim, shape (constants equal;
   symbolic dimensions bound, and equal wherever the same Var appears), strides
   (a compact buffer needs a C-contiguous array; symbolic strides are bound from
   the array, in elements), ``elem_offset`` (see below; a multiple of
   ``offset_factor``), device, alignment (see below).
-* a **handle parameter without a buffer**: a C-contiguous CPU array.
+* a **buffer parameter on a device** (``abi.arg_devices`` gives each
+  parameter's DLPack device type): a ``loom.nd.NDArray`` on a device of that
+  type, or a DLPack object there (wrapped by ``loom.nd.from_dlpack``).  The same
+  checks, read from the array's descriptor; its data pointer must already be
+  aligned (device memory cannot be copied to an aligned place), and host arrays
+  are refused: they must be copied to the device explicitly.
+* a **handle parameter without a buffer**: a C-contiguous array on the parameter's device.
 * a **scalar parameter**: a Python or numpy scalar of a fitting kind (no float
   for an int, no int out of range).
 
 ``elem_offset``: when a buffer's ``elem_offset`` is not the constant 0 and the
 array is a view into a C-contiguous base array, the data pointer is the base's
 and ``elem_offset`` is the view's element offset into it (as TVM's
-``DLTensor.byte_offset``); otherwise the data pointer is the array's own.
+``DLTensor.byte_offset``); otherwise the data pointer is the array's own.  For
+a device array, the base is its ``handle`` and the offset its ``byte_offset``.
 
 Alignment policy: generated code may assume that a buffer's data pointer is a
 multiple of its ``data_alignment`` (64 bytes by default), but numpy arrays are
@@ -56,30 +63,20 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from ..errors import LoomError, LoomTypeError, LoomValueError
+from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from ..ir.functor import collect
-from ._values import int_evaluator, int_range, scalar_converter
-from .ndarray import NDArray, aligned_empty
+from ..target.devices import Device, cpu
+from ._values import (ArgumentError, ArgumentTypeError, ArgumentValueError, aligned_clone, check_strides, data_of,
+                      describe, device_array, elems, flat_memory, host_array, int_evaluator, int_range, kind_of,
+                      scalar_converter)
+from .ndarray import ALLOC_ALIGNMENT, NDArray
 
 __all__ = ["ArgumentChecker", "BoundCall", "ArgumentError", "ArgumentTypeError", "ArgumentValueError"]
 
 _CPU = 1
-
-
-class ArgumentError(LoomError):
-    """A call's arguments do not match the function's parameters."""
-
-
-class ArgumentTypeError(ArgumentError, LoomTypeError):
-    """Wrong number of arguments, wrong kind of argument or wrong dtype."""
-
-
-class ArgumentValueError(ArgumentError, LoomValueError):
-    """Right kind of argument with the wrong shape, layout, offset, device or value."""
 
 
 # ---------------------------------------------------------------------------
@@ -89,28 +86,38 @@ class ArgumentValueError(ArgumentError, LoomValueError):
 class BoundCall:
     """The checked arguments of one call.
 
-    ``values[k]`` is what the backend passes for parameter ``k``: a numpy array
-    (the caller's, or its aligned copy) for handle parameters, a Python/numpy
-    scalar for scalar parameters.  ``binding`` maps each symbolic Var of the
-    signature to its value.  Use as a context manager (or call :meth:`finish`)
-    so aligned copies are written back.
+    ``values[k]`` is what the backend passes for parameter ``k``: for a handle
+    parameter on the CPU a numpy array (the caller's, or its aligned copy), for
+    one on a device the ``loom.nd.NDArray`` (whose memory the host must not
+    read); a Python/numpy scalar for scalar parameters.  ``pointers[k]`` is the
+    int data address of each handle parameter.  ``binding`` maps each symbolic
+    Var of the signature to its value.  Use as a context manager (or call
+    :meth:`finish`) so aligned copies are written back.
     """
 
-    __slots__ = ("values", "pointers", "_seen", "_vars", "_from_base", "_copies")
+    __slots__ = ("values", "pointers", "_seen", "_vars", "_from_base", "_device_types", "_copies")
 
-    def __init__(self, n: int, variables: dict[int, E.Var], from_base: Sequence[bool | None]) -> None:
+    def __init__(self, n: int, variables: dict[int, E.Var], from_base: Sequence[bool | None],
+                 device_types: Sequence[int]) -> None:
         self.values: list[Any] = [None] * n
         #: The data pointer (an int address) of each handle parameter, None for scalars.
         self.pointers: list[int | None] = [None] * n
         self._seen: dict[int, tuple[int, str]] = {}
         self._vars = variables
         self._from_base = from_base
+        self._device_types = device_types
         self._copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
 
     @property
     def binding(self) -> dict[E.Var, Any]:
         """``{Var: value}`` for every symbolic size, stride, offset and scalar parameter."""
         return {self._vars[k]: v for k, (v, _) in self._seen.items()}
+
+    @property
+    def devices(self) -> list[Device | None]:
+        """The device of each handle parameter's memory (``cpu(0)`` for host arrays), None for scalars."""
+        return [None if fb is None else cpu(0) if dt == _CPU else v.device
+                for fb, dt, v in zip(self._from_base, self._device_types, self.values)]
 
     def memory(self, k: int) -> tuple[np.ndarray, int]:
         """The flat 1-D element view of the memory handle parameter ``k`` addresses, and its element offset.
@@ -120,11 +127,17 @@ class BoundCall:
         the array reaches, and is read-only when the argument is.  Backends that
         index memory themselves (the interpreter) use it; the offset is the
         buffer's bound ``elem_offset``.
+
+        :raises LoomTypeError: for a scalar, and for a parameter on a device (its
+            memory is not host memory: use ``values[k]`` and ``pointers[k]``).
         """
         from_base = self._from_base[k]
         if from_base is None:
             raise LoomTypeError(f"parameter {k} is a scalar; it has no memory")
-        return _flat_memory(self.values[k], from_base)
+        if self._device_types[k] != _CPU:
+            raise LoomTypeError(f"parameter {k} is on {self.values[k].device}, whose memory is not host memory; "
+                                "use values[k] (the loom.nd.NDArray) and pointers[k] (its data address)")
+        return flat_memory(self.values[k], from_base)
 
     def finish(self) -> None:
         """Write back what the call stored into aligned copies of misaligned arguments."""
@@ -160,18 +173,20 @@ class ArgumentChecker:
 
     :param func: the PrimFunc after MakeAPI (any PrimFunc with params and buffer_map).
     :param name: the name errors use (default: its ``global_symbol``).
-    :param device_type: the DLPack device type of the function's buffers; only
-        the CPU (1) is served by this checker.
+    :param device_type: the DLPack device type of every handle parameter's
+        memory; None (the default) reads each parameter's from ``func``
+        (:func:`loom.runtime.abi.arg_devices`: the CPU unless the function says otherwise).
     :param assumed_alignment: the largest pointer alignment the backend's code
         relies on; a buffer then needs ``min(data_alignment, assumed_alignment)``.
         None (the default, and the interp's choice) honours ``data_alignment``.
     """
 
-    def __init__(self, func: PrimFunc, name: str | None = None, device_type: int = _CPU,
+    def __init__(self, func: PrimFunc, name: str | None = None, device_type: int | None = None,
                  assumed_alignment: int | None = None) -> None:
-        if device_type != _CPU:
-            raise LoomValueError(f"ArgumentChecker checks CPU arguments; device type {device_type} needs its "
-                                 "backend's checker")
+        from .abi import arg_devices  # abi imports this module
+
+        #: Per parameter, the DLPack device type of the memory it points to (meaningless for scalars).
+        self.device_types = arg_devices(func) if device_type is None else (int(device_type),) * len(func.params)
         self.name = name or str(func.attrs.get("global_symbol", "main"))
         self.assumed_alignment = assumed_alignment
         self.params = tuple(func.params)
@@ -211,7 +226,7 @@ class ArgumentChecker:
         if len(args) != len(steps):
             names = ", ".join(p.name for p in self.params)
             raise ArgumentTypeError(f"{self.name} takes {len(steps)} arguments ({names}), got {len(args)}")
-        call = BoundCall(len(steps), self.vars, self._from_base)
+        call = BoundCall(len(steps), self.vars, self._from_base, self.device_types)
         pending: list[tuple[Any, ...]] = []
         for k, step in enumerate(steps):
             step(args[k], call, pending)
@@ -239,7 +254,7 @@ class ArgumentChecker:
             try:
                 value = convert(arg)
             except TypeError as err:
-                raise ArgumentTypeError(f"{what} expects a {p.dtype} scalar, got {_kind_of(arg)} ({err})") from None
+                raise ArgumentTypeError(f"{what} expects a {p.dtype} scalar, got {kind_of(arg)} ({err})") from None
             except (ValueError, OverflowError) as err:
                 raise ArgumentValueError(f"{what} expects a {p.dtype} scalar, got {arg!r} ({err})") from None
             call.values[k] = value
@@ -249,9 +264,17 @@ class ArgumentChecker:
 
     def _pointer_step(self, k: int, p: E.Var) -> _Step:
         what = f"{self.name}: argument {k} ({p.name}: handle)"
+        dev_type = self.device_types[k]
 
         def step(arg: Any, call: BoundCall, pending: list) -> None:
-            arr = _host_array(arg, what)
+            if dev_type != _CPU:
+                a = device_array(arg, what, dev_type)
+                if a._strides is not None:
+                    raise ArgumentValueError(f"{what} is a pointer; it takes a compact array, got strides "
+                                             f"{a._strides} (elements)")
+                call.values[k], call.pointers[k] = a, a._ptr
+                return
+            arr = host_array(arg, what)
             if not arr.flags.c_contiguous:
                 raise ArgumentValueError(f"{what} is a pointer; it takes a C-contiguous array, got strides "
                                          f"{arr.strides} (bytes)")
@@ -268,7 +291,7 @@ class ArgumentChecker:
         dims = [str(s) for s in buf.shape]
         shape_text = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
         what = f"{self.name}: argument {k} ({p.name}: {buf.dtype} buffer {buf.name} of shape {shape_text})"
-        npd, ndim = buf.dtype.numpy(), len(buf.shape)
+        npd, ndim, dtype_name = buf.dtype.numpy(), len(buf.shape), str(buf.dtype)
         align = self._alignment(buf)
         shape = [self._entry(e, bindable, buf) for e in buf.shape]
         strides = [self._entry(e, bindable, buf) for e in buf.strides]
@@ -280,15 +303,9 @@ class ArgumentChecker:
         shape_at = [f"{what}: shape[{d}]" for d in range(ndim)]
         stride_at = [f"{what}: strides[{d}]" for d in range(ndim)]
         offset_at = f"{what}: elem_offset"
+        dev_type = self.device_types[k]
 
-        def step(arg: Any, call: BoundCall, pending: list) -> None:
-            if type(arg) is NDArray and arg._device.device_type == _CPU:
-                arr, ptr = arg._data, arg._ptr
-            else:
-                arr, ptr = _host_array(arg, what), 0
-            if arr.dtype != npd:
-                raise ArgumentTypeError(f"{what} needs dtype {buf.dtype}, got an array of {arr.dtype}")
-            got = arr.shape
+        def check_shape(got: tuple[int, ...], call: BoundCall, pending: list, arr: Any) -> None:
             if len(got) != ndim:
                 raise ArgumentValueError(f"{what} needs {ndim} dimensions, got an array of shape {got}")
             if const_shape is None:
@@ -297,28 +314,43 @@ class ArgumentChecker:
             elif got != const_shape:
                 d = next(d for d in range(ndim) if got[d] != const_shape[d])
                 match(shape[d], got[d], call, pending, shape_at[d], arr, "shape")
+
+        def match_strides(got: tuple[int, ...], got_strides: tuple[int, ...], call: BoundCall, pending: list,
+                          arr: Any) -> None:
+            for d in range(ndim):
+                entry = strides[d]
+                if got[d] > 1:
+                    match(entry, got_strides[d], call, pending, stride_at[d], arr, "strides")
+                elif entry[0] == "var" and id(entry[1]) not in call._seen:
+                    # An extent-1 axis never multiplies its stride by a non-zero index,
+                    # so an arbitrary value there binds but never conflicts.
+                    entry[2](got_strides[d], call, stride_at[d])
+
+        def check_offset(off: int, call: BoundCall, pending: list, arr: Any) -> None:
+            match(offset, off, call, pending, offset_at, arr, "offset")
+            if off % factor:
+                raise ArgumentValueError(f"{what}: elem_offset {off} is not a multiple of offset_factor "
+                                         f"{factor}; pass a view that starts at a multiple of it, or a copy")
+
+        def step(arg: Any, call: BoundCall, pending: list) -> None:
+            if type(arg) is NDArray and arg._device.device_type == _CPU:
+                arr, ptr = arg._data, arg._ptr
+            else:
+                arr, ptr = host_array(arg, what), 0
+            if arr.dtype != npd:
+                raise ArgumentTypeError(f"{what} needs dtype {buf.dtype}, got an array of {arr.dtype}")
+            check_shape(arr.shape, call, pending, arr)
             if not strides:
                 if not arr.flags.c_contiguous:
-                    _check_strides(arr, what)
+                    check_strides(arr, what)
                     raise ArgumentValueError(f"{what} is compact (declared without strides) but the array has "
-                                             f"strides {_elems(arr)} (elements); pass numpy.ascontiguousarray(...)")
+                                             f"strides {elems(arr)} (elements); pass numpy.ascontiguousarray(...)")
             else:
-                _check_strides(arr, what)
-                elems = _elems(arr)
-                for d in range(ndim):
-                    entry = strides[d]
-                    if got[d] > 1:
-                        match(entry, elems[d], call, pending, stride_at[d], arr, "strides")
-                    elif entry[0] == "var" and id(entry[1]) not in call._seen:
-                        # An extent-1 axis never multiplies its stride by a non-zero index,
-                        # so numpy's arbitrary value there binds but never conflicts.
-                        entry[2](elems[d], call, stride_at[d])
+                check_strides(arr, what)
+                match_strides(arr.shape, elems(arr), call, pending, arr)
             if from_base:
-                ptr, off = _data_of(arr, what)
-                match(offset, off, call, pending, offset_at, arr, "offset")
-                if off % factor:
-                    raise ArgumentValueError(f"{what}: elem_offset {off} is not a multiple of offset_factor "
-                                             f"{factor}; pass a view that starts at a multiple of it, or a copy")
+                ptr, off = data_of(arr, what)
+                check_offset(off, call, pending, arr)
             else:
                 off = 0
                 if not ptr:
@@ -328,7 +360,38 @@ class ArgumentChecker:
             call.values[k] = arr
             call.pointers[k] = ptr
 
-        return step
+        def device_step(arg: Any, call: BoundCall, pending: list) -> None:
+            a = device_array(arg, what, dev_type)
+            if a._dtype != dtype_name:
+                raise ArgumentTypeError(f"{what} needs dtype {buf.dtype}, got an array of {a._dtype}")
+            got, el = a._shape, a._strides
+            check_shape(got, call, pending, a)
+            if el is not None and any(s < 0 for s in el):
+                raise ArgumentValueError(f"{what}: array strides {el} (elements) must be non-negative; pass a copy")
+            if not strides:
+                if el is not None:
+                    raise ArgumentValueError(f"{what} is compact (declared without strides) but the array has "
+                                             f"strides {el} (elements); pass a compact copy (x.copyto(x.device))")
+            else:
+                match_strides(got, a.strides, call, pending, a)
+            if from_base:
+                item = a._npdtype.itemsize
+                if a._byte_offset % item:
+                    raise ArgumentValueError(f"{what}: byte_offset {a._byte_offset} is not a whole number of "
+                                             f"{item}-byte elements")
+                ptr = a._handle
+                check_offset(a._byte_offset // item, call, pending, a)
+            else:
+                ptr = a._ptr
+            if ptr % align and 0 not in got:
+                raise ArgumentValueError(
+                    f"{what}: its data pointer {ptr:#x} on {a._device} is not a multiple of {align} bytes, and "
+                    f"device memory is not copied to an aligned place; pass an array allocated by loom.nd "
+                    f"({ALLOC_ALIGNMENT}-byte aligned) or a view that starts at an aligned element")
+            call.values[k] = a
+            call.pointers[k] = ptr
+
+        return step if dev_type == _CPU else device_step
 
     def _alignment(self, buf: Any) -> int:
         if self.assumed_alignment is None:
@@ -372,113 +435,19 @@ class ArgumentChecker:
         tag = entry[0]
         if tag == "const":
             if entry[1] != actual:
-                raise ArgumentValueError(f"{origin} must be {entry[1]}, got {_describe(arr, kind, actual)}")
+                raise ArgumentValueError(f"{origin} must be {entry[1]}, got {describe(arr, kind, actual)}")
         elif tag == "var":
             entry[2](actual, call, origin)
         else:
-            pending.append((entry[1], entry[2], actual, origin, _describe(arr, kind, actual)))
+            pending.append((entry[1], entry[2], actual, origin, describe(arr, kind, actual)))
 
 
 # ---------------------------------------------------------------------------
 # helpers
 
 
-def _elems(arr: np.ndarray) -> tuple[int, ...]:
-    item = arr.itemsize
-    return tuple(s // item for s in arr.strides)
-
-
-def _check_strides(arr: np.ndarray, what: str) -> None:
-    item = arr.itemsize
-    if any(s % item or s < 0 for s in arr.strides):
-        raise ArgumentValueError(f"{what}: array strides {arr.strides} (bytes) must be non-negative "
-                                 f"multiples of the element size {item}; pass a copy")
-
-
-def _describe(arr: np.ndarray, kind: str, actual: int) -> str:
-    if kind == "shape":
-        return f"shape {arr.shape}"
-    if kind == "strides":
-        return f"strides {_elems(arr)}"
-    return "a plain array (offset 0)" if actual == 0 else f"a view {actual} elements into its base array"
-
-
-def _kind_of(x: Any) -> str:
-    if isinstance(x, np.ndarray):
-        return f"an array of {x.dtype} with shape {x.shape}"
-    return f"{type(x).__name__} {x!r}"[:120]
-
-
-def _host_array(arg: Any, what: str) -> np.ndarray:
-    """The numpy view of a CPU array argument (no copy)."""
-    if type(arg) is np.ndarray:
-        return arg
-    if isinstance(arg, NDArray):
-        if arg.device.device_type != _CPU:
-            raise ArgumentValueError(f"{what} must be on cpu(0), got an array on {arg.device}")
-        return arg._data
-    if isinstance(arg, np.ndarray):
-        return np.asarray(arg)
-    dev = getattr(arg, "__dlpack_device__", None)
-    if dev is not None and hasattr(arg, "__dlpack__"):
-        dev_type, dev_id = dev()
-        if int(dev_type) != _CPU:
-            raise ArgumentValueError(f"{what} must be on the CPU, got a {type(arg).__name__} on device "
-                                     f"({int(dev_type)}, {int(dev_id)}); copy it to the host first")
-        try:
-            return np.from_dlpack(arg)
-        except (BufferError, TypeError, ValueError, RuntimeError) as err:
-            raise ArgumentTypeError(f"{what}: cannot read the {type(arg).__name__} through DLPack: {err}") from None
-    if hasattr(arg, "__array_interface__"):
-        return np.asarray(arg)
-    raise ArgumentTypeError(f"{what} takes an array (numpy, loom.nd or DLPack), got {_kind_of(arg)}")
-
-
-def _root_of(arr: np.ndarray) -> np.ndarray | None:
-    """The C-contiguous array ``arr`` is a view into, or None when it is its own memory."""
-    root = arr
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return None if root is arr or not root.flags.c_contiguous else root
-
-
-def _flat_memory(arr: np.ndarray, from_base: bool) -> tuple[np.ndarray, int]:
-    """See :meth:`BoundCall.memory`; ``arr`` has passed its checks (so offsets are whole elements)."""
-    item = arr.itemsize
-    root = _root_of(arr) if from_base else None
-    if root is not None:
-        raw = root.reshape(-1).view(np.uint8)
-        flat = raw[: raw.shape[0] // item * item].view(arr.dtype)
-        if not arr.flags.writeable and flat.flags.writeable:
-            flat = flat.view()
-            flat.flags.writeable = False
-        return flat, (arr.ctypes.data - root.ctypes.data) // item
-    if arr.flags.c_contiguous:
-        return arr.reshape(-1), 0
-    span = 0 if arr.size == 0 else 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
-    return as_strided(arr, shape=(span,), strides=(item,), writeable=arr.flags.writeable), 0
-
-
-def _data_of(arr: np.ndarray, what: str) -> tuple[int, int]:
-    """The data pointer and element offset of ``arr`` for a buffer with an ``elem_offset``."""
-    ptr = arr.ctypes.data
-    root = _root_of(arr)
-    if root is None:
-        return ptr, 0
-    base = root.ctypes.data
-    delta = ptr - base
-    if delta % arr.itemsize:
-        raise ArgumentValueError(f"{what}: the array starts {delta} bytes into its base array, not a whole "
-                                 f"number of {arr.itemsize}-byte elements")
-    return base, delta // arr.itemsize
-
-
 def _aligned_clone(arr: np.ndarray, offset: int, align: int, call: BoundCall, what: str) -> tuple[np.ndarray, int]:
-    """A copy of ``arr`` at an ``align``-aligned data pointer, same strides and element offset."""
-    item = arr.itemsize
-    span = 0 if arr.size == 0 else 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides))
-    flat = aligned_empty((offset + span,), arr.dtype, align)
-    clone = np.ndarray(arr.shape, arr.dtype, buffer=flat, offset=offset * item, strides=arr.strides)
-    clone[...] = arr
+    """A copy of ``arr`` at an ``align``-aligned data pointer, registered to be written back by ``finish``."""
+    clone, ptr = aligned_clone(arr, offset, align)
     call._copies.append((arr, clone, np.array(clone, copy=True), what))
-    return clone, flat.ctypes.data
+    return clone, ptr

@@ -35,7 +35,7 @@ from ..errors import LoomValueError
 from ..target.devices import Device, device_type_name
 
 __all__ = ["DeviceAPI", "CPUDeviceAPI", "DevicePointer", "HostMemoryTable", "get_device_api", "cpu_device",
-           "CPU_DEVICE_API"]
+           "CPU_DEVICE_API", "reset_device_apis"]
 
 _CPU = 1
 
@@ -217,15 +217,26 @@ class CPUDeviceAPI(DeviceAPI):
 CPU_DEVICE_API = CPUDeviceAPI()
 
 
+_apis: dict[int, DeviceAPI] = {}
+
+
+def reset_device_apis() -> None:
+    """Forget the device APIs found so far (after plugins are registered or removed)."""
+    _apis.clear()
+
+
 def get_device_api(device_type: int | Device) -> DeviceAPI:
-    """The device API serving ``device_type`` (asked from the plugins' ``loom_device_api`` hook).
+    """The device API serving ``device_type`` (asked from the plugins' ``loom_device_api`` hook, then cached).
 
     :raises LoomValueError: when no installed plugin serves the device type.
     """
+    dt = device_type.device_type if isinstance(device_type, Device) else int(device_type)
+    found = _apis.get(dt)
+    if found is not None:
+        return found
     from ..errors import PluginError
     from ..plugins import get_plugin_manager  # lazy: the plugin manager imports loom
 
-    dt = device_type.device_type if isinstance(device_type, Device) else int(device_type)
     api = get_plugin_manager().hook.loom_device_api(device_type=dt)
     if api is None:
         raise LoomValueError(f"no installed plugin provides memory on {device_type_name(dt)} devices (DLPack device "
@@ -233,4 +244,5 @@ def get_device_api(device_type: int | Device) -> DeviceAPI:
     if not isinstance(api, DeviceAPI):
         raise PluginError(f"the plugin serving device type {dt} returned a {type(api).__name__} from "
                           "loom_device_api; expected a loom.runtime.device_api.DeviceAPI")
+    _apis[dt] = api
     return api

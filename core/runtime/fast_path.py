@@ -10,6 +10,12 @@ pointers, each checked for alignment: the argument checks depend on nothing but
 the key and the pointers, so they hold by construction.  A miss (any other
 argument kind, a misaligned pointer, a new layout) takes the full check.
 
+``loom.nd`` arrays on a device take it too: their key holds the device and the
+descriptor's dtype, shape and strides, and their pointer is the data address.
+Keys are learned only from calls that passed, and a numpy array's key never
+equals an NDArray's, so a host array for a device parameter always meets the
+checker's error.
+
 The fast path serves functions whose buffers all have a zero ``elem_offset``
 (views into a base array bind an offset that the key does not capture).
 """
@@ -27,7 +33,6 @@ from .ndarray import NDArray
 
 __all__ = ["FastPath"]
 
-_CPU = 1
 _MEMO_LIMIT = 16
 _from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
@@ -48,10 +53,11 @@ def _key_of(args: Sequence[Any]) -> tuple[Any, ...] | None:
         if t is np.ndarray:
             key.append((a.dtype, a.shape, a.strides))
         elif t is NDArray:
-            if a._device.device_type != _CPU:
-                return None
             d = a._data
-            key.append((NDArray, d.dtype, d.shape, d.strides))
+            if d is not None:  # on the CPU: the numpy view's layout, as the checker reads it
+                key.append((NDArray, d.dtype, d.shape, d.strides))
+            else:
+                key.append((NDArray, a._device, a._dtype, a._shape, a._strides))
         elif t is int or t is bool:
             key.append((t, a))
         elif t is float:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..backend.base import ModuleInfo
 
 __all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION",
-           "lowered_functions", "module_target"]
+           "lowered_functions"]
 
 #: Version of the export header written by :meth:`Module.export_library`.
 EXPORT_VERSION = 1
@@ -121,16 +121,6 @@ def lowered_functions(mod: Any, owner: str) -> dict[str, PrimFunc]:
     if len(prims) != len(mod.functions):
         raise LoomTypeError(f"{owner} runs PrimFuncs; {sorted(set(mod.functions) - set(prims))} are not")
     return prims
-
-
-def module_target(mod: IRModule, target: Any, kind: str) -> Any:
-    """``target``, else the module's ``attrs["target"]``, else ``Target(kind)``; it must be of ``kind``."""
-    from ..target import Target
-
-    found = target if target is not None else mod.attrs.get("target", None) or Target(kind)
-    if found.kind.name != kind:
-        raise LoomValueError(f"this module builds for target kind {kind!r}, got {found.kind.name!r} ({found})")
-    return found
 
 
 def _default_entry(functions: Mapping[str, PrimFunc]) -> str:

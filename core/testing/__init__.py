@@ -14,12 +14,12 @@ array([1., 2., 3.], dtype=float32)
 """
 
 from ._calls import register_extern, registered_externs, unregister_extern
-from ._errors import AssertionFailed, DivisionByZero, InterpreterError, OutOfBoundsError
+from ._errors import AssertionFailed, BarrierError, DivisionByZero, InterpreterError, OutOfBoundsError, RaceError
 from ._memory import Memory
 from .interpreter import DEFAULT_MAX_WHILE_ITERATIONS, Interpreter, evaluate
 
 __all__ = [
     "evaluate", "Interpreter", "register_extern", "unregister_extern", "registered_externs",
-    "InterpreterError", "OutOfBoundsError", "AssertionFailed", "DivisionByZero", "Memory",
+    "InterpreterError", "OutOfBoundsError", "AssertionFailed", "DivisionByZero", "RaceError", "BarrierError", "Memory",
     "DEFAULT_MAX_WHILE_ITERATIONS",
 ]

@@ -9,6 +9,10 @@ scalar parameters) its value.
 
 Calls between functions of a module (:meth:`Binder.bind_internal`) pass
 interpreter values, not arrays: scalars and :class:`Memory` handles.
+
+A handle parameter whose memory lives on a device (``abi.arg_devices``) is
+bound to a :class:`~loom.runtime.device_api.DevicePointer`: host code passes
+it on to kernels but cannot read or write through it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from ..ir.functor import collect
+from ..runtime.abi import arg_devices
 from ..runtime.arguments import ArgumentChecker, BoundCall
+from ..runtime.device_api import DevicePointer
 from ..runtime._values import scalar_converter
 from ._errors import InterpreterError
 from ._memory import Memory
@@ -58,6 +64,14 @@ class Binder:
                 self._pointer_param(comp, k, p)
             else:
                 self._scalar_param(comp, k, p)
+        # Parameters whose memory is on a device: their handle Vars hold DevicePointers.
+        devices = arg_devices(func)
+        self.on_device = {k for k, slots, _ in self.handles if devices[k] != 1}
+        for k in self.on_device:
+            p = func.params[k]
+            comp.device_vars.add(id(p))
+            if p in func.buffer_map:
+                comp.device_vars.add(id(func.buffer_map[p].data))
         # Every Var a call can bind, keyed by identity: the Var objects of the BoundCall's binding.
         self.var_slots: dict[E.Var, int] = {}
         for p in func.params:
@@ -102,6 +116,10 @@ class Binder:
         free = sorted({v.name for e in layout for v in collect(e, lambda x: isinstance(x, E.Var)) if id(v) not in scalars})
 
         def internal(arg: Any, frame: list) -> None:
+            if type(arg) is DevicePointer:
+                for slot in slots:
+                    frame[slot] = arg
+                return
             if free:
                 raise InterpreterError(f"{fname}: cannot pass a pointer to {what}: its layout uses "
                                        f"{', '.join(free)}, which no scalar parameter provides")
@@ -123,9 +141,13 @@ class Binder:
 
     def bind_checked(self, frame: list, call: BoundCall) -> None:
         """Bind a :class:`~loom.runtime.arguments.BoundCall` of this function (already checked) into ``frame``."""
+        on_device = self.on_device
         for k, slots, name in self.handles:
-            flat, _ = call.memory(k)
-            mem = Memory(flat, name)
+            if k in on_device:
+                mem: Any = DevicePointer(call.pointers[k], call.values[k].device)
+            else:
+                flat, _ = call.memory(k)
+                mem = Memory(flat, name)
             for slot in slots:
                 frame[slot] = mem
         var_slots = self.var_slots
@@ -140,7 +162,7 @@ class Binder:
             step(arg, frame)
 
 
-def _memory_arg(fname: str, what: str, arg: Any) -> Memory:
-    if not isinstance(arg, Memory):
+def _memory_arg(fname: str, what: str, arg: Any) -> Memory | DevicePointer:
+    if not isinstance(arg, (Memory, DevicePointer)):
         raise InterpreterError(f"{fname}: {what} needs a pointer (a handle value), got {type(arg).__name__}")
     return arg

@@ -10,7 +10,11 @@
   ``handle`` argument arrives as the flat numpy array of its memory).
 * A ``Call`` of a :class:`GlobalVar` runs that function of the IRModule with
   the call's arguments (scalars and handles) and evaluates to 0, the success
-  code of a packed call.
+  code of a packed call.  A function the module does not define is looked up
+  with the interpreter's ``imports`` resolver and called with one 64-bit word
+  per argument (see ``_device``).
+* ``tir.tvm_storage_sync`` is a barrier inside a launch region (``_gpu``), a
+  no-op elsewhere.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.function import GlobalVar
 from ._codegen import Code, lambda_
+from ._device import import_call
 from ._errors import InterpreterError
+from ._gpu import compile_barrier
 from . import _values as V
 
 __all__ = ["compile_call", "register_extern", "unregister_extern", "registered_externs"]
@@ -156,16 +162,24 @@ def _lookup(name: str) -> Callable[..., Any]:
 
 def _global(comp: Any, node: E.Call, want: bool) -> Code:
     name = node.op.name_hint
-    callee = comp.ctx.callee(name, comp.fname)
+    ctx = comp.ctx
+    if ctx.imports is not None and (ctx.module is None or name not in ctx.module):
+        return import_call(comp, node)
+    callee = ctx.callee(name, comp.fname)
     zero = V.zero_of(node.dtype) if node.dtype.lanes == 1 else None
     ops = [comp.expr(a) for a in node.args]
     return lambda_(f"CALL(({''.join('{%d}, ' % i for i in range(len(ops)))})) or ZERO", ops,
                    CALL=callee.run_internal, ZERO=zero)
 
 
+def _storage_sync(comp: Any, node: E.Call, want: bool) -> Code:
+    barrier = compile_barrier(comp, node)
+    return barrier if barrier is not None else Code.of_const(V.zero_of(node.dtype))
+
+
 _SPECIAL = {
     "tir.if_then_else": _if_then_else, "tir.likely": _likely, "tir.reinterpret": _reinterpret,
-    "tir.call_extern": _extern, "tir.call_pure_extern": _extern,
+    "tir.call_extern": _extern, "tir.call_pure_extern": _extern, "tir.tvm_storage_sync": _storage_sync,
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -19,10 +19,12 @@ from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
 from ._args import Binder
 from ._codegen import Code
+from ._device import word_args
 from ._expr import EXPR_RULES
+from ._launch import Region
 from ._stmt import STMT_RULES
 
-__all__ = ["Context", "Program"]
+__all__ = ["Context", "Program", "ImportResolver"]
 
 #: Long expression chains (an unrolled sum) compile and run as deep recursion.
 _RECURSION_LIMIT = 20000
@@ -62,6 +64,8 @@ class Compiler:
         self._live: dict[int, int] = {}
         self._tags: dict[int, str | None] = {}
         self._keep: list[E.Var] = []  # ids stay unique while compiling
+        self.region: Region | None = None  # the launch region being compiled (see _gpu)
+        self.device_vars: set[int] = set()  # ids of handle Vars that hold device pointers
 
     # -- variables -------------------------------------------------------------
     def bind(self, var: E.Var, memory_tag: str | None = None) -> int:
@@ -140,6 +144,13 @@ class Program:
         self.binder.bind_internal(frame, args)
         self.body(frame)
 
+    def run_words(self, words: Sequence[int], device: Any) -> None:
+        """Run on one 64-bit word per parameter; handle words are addresses in ``device``'s memory."""
+        args = word_args(self.name, self.func, words, device)
+        frame: list[Any] = [None] * self.nslots
+        self.binder.bind_internal(frame, tuple(args))
+        self._execute(frame)
+
 
 class _Callee:
     """A function of the module, compiled on its first call (so recursion compiles)."""
@@ -154,11 +165,18 @@ class _Callee:
         self.program.run_internal(args)
 
 
+#: Finds a function another module defines: ``name -> fn(words)``, None when unknown.
+ImportResolver = Callable[[str], "Callable[[list[int]], None] | None"]
+
+
 class Context:
-    """What every function of one interpreter shares: module, externs, options."""
+    """What every function of one interpreter shares: module, externs, imports, options."""
 
     def __init__(self, module: IRModule | None, externs: dict[str, Callable[..., Any]] | None,
-                 max_while_iterations: int, check_dims: bool) -> None:
+                 max_while_iterations: int, check_dims: bool, imports: ImportResolver | None = None) -> None:
+        if imports is not None and not callable(imports):
+            raise LoomTypeError(f"imports must be a callable name -> function (or None), got {type(imports).__name__}")
+        self.imports = imports
         self.module = module
         self.externs = dict(externs or {})
         for name, fn in self.externs.items():
@@ -173,10 +191,10 @@ class Context:
     def callee(self, name: str, caller: str) -> _Callee:
         if self.module is None:
             raise LoomValueError(f"{caller} calls the global function {name!r}; evaluate the IRModule that "
-                                 "holds both functions instead of a lone PrimFunc")
+                                 "holds both functions instead of a lone PrimFunc (or give imports=)")
         if name not in self.module:
             raise LoomValueError(f"{caller} calls {name!r}, which the module does not define "
-                                 f"(it has {sorted(self.module.functions)})")
+                                 f"(it has {sorted(self.module.functions)}) and no imports resolver is given")
         if not isinstance(self.module[name], PrimFunc):
             raise LoomTypeError(f"{caller} calls {name!r}, a {type(self.module[name]).__name__}, not a PrimFunc")
         found = self._callees.get(name)

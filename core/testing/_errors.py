@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import LoomError
 
-__all__ = ["InterpreterError", "OutOfBoundsError", "AssertionFailed", "DivisionByZero"]
+__all__ = ["InterpreterError", "OutOfBoundsError", "AssertionFailed", "DivisionByZero", "RaceError", "BarrierError"]
 
 
 class InterpreterError(LoomError):
@@ -31,3 +31,24 @@ class AssertionFailed(InterpreterError):
 
 class DivisionByZero(InterpreterError, ZeroDivisionError):
     """An integer division or remainder by zero."""
+
+
+class RaceError(InterpreterError):
+    """Two threads of a block touched one shared-memory element between barriers, at least one writing.
+
+    >>> import loom
+    >>> from loom.ir import Allocate, AttrStmt, BufferStore, IterVar, PrimFunc
+    >>> S = loom.decl_buffer((1,), "float32", name="S", scope="shared")
+    >>> tx = IterVar(None, loom.var("tx"), "thread_index", "threadIdx.x")
+    >>> body = Allocate(S.data, "float32", [1], True, BufferStore(S, loom.const(1.0), [0]), "shared")
+    >>> try:
+    ...     loom.testing.evaluate(PrimFunc([], AttrStmt(tx, "thread_extent", 2, body)))
+    ... except RaceError as err:
+    ...     print(err)
+    main: write/write race on shared memory S, element 0 (S[0]), in the only block: thread (threadIdx.x=1) writes it
+    after thread (threadIdx.x=0) wrote it with no barrier between
+    """
+
+
+class BarrierError(InterpreterError):
+    """Threads of a block (or of the grid) cannot all meet at one barrier: divergence or deadlock."""

@@ -20,8 +20,10 @@ from ..errors import LoomValueError
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ..ir.stmt import BufferStore
+from ..runtime.device_api import DevicePointer
 from ._codegen import Code, function
 from ._errors import InterpreterError, OutOfBoundsError
+from ._launch import track_lanes, track_read, track_write
 from . import _values as V
 
 __all__ = ["Memory", "compile_load", "compile_store"]
@@ -110,6 +112,7 @@ class _Access:
                                      f"but the buffer has {len(shape)} dimensions")
             strides = (E.IntImm(indices[0].dtype, 1),)  # a shapeless buffer is a pointer
         self.buf = buf
+        self.fname = comp.fname
         self.t = buf.dtype
         self.data = comp.data_slot(buf)
         self.tag = V.tag(buf.dtype)
@@ -121,6 +124,11 @@ class _Access:
         self.oob = _reporter(comp.fname, buf, what)
         self.scalar = buf.dtype.lanes == 1 and all(i.dtype.lanes == 1 for i in indices)
         self.write_failed = _write_failed(comp.fname, buf)
+        region = comp.region
+        # Shared memory of a launch region: every access is recorded for race detection.
+        self.shared = region is not None and id(buf.data) in region.shared_vars
+        self.thr = region.thr_slot if self.shared else -1
+        self.device = id(buf.data) in comp.device_vars
 
     def template(self, value: Code | None) -> tuple[str, list[Code]]:
         """The body of the scalar fast path, up to the bounds-checked access ``ACCESS``."""
@@ -149,7 +157,23 @@ class _Access:
         return "\n".join(lines), ops
 
     def env(self) -> dict[str, Any]:
-        return {"DATA": self.data, "TAG": self.tag, "OOB": self.oob, "FAILED": self.write_failed}
+        return {"DATA": self.data, "TAG": self.tag, "OOB": self.oob, "FAILED": self.write_failed, "THR": self.thr,
+                "BUF": self.buf}
+
+    def finish(self, code: Code, verb: str) -> Code:
+        """``code`` as compiled, refused at run time when the memory is a device pointer (host code)."""
+        if not self.device:
+            return code
+        slot, inner, fname, name = self.data, code.fn, self.fname, self.buf.name
+
+        def guarded(f: list) -> Any:
+            ptr = f[slot]
+            if type(ptr) is DevicePointer:
+                raise InterpreterError(f"{fname}: host code {verb} buffer {name}, whose memory is on {ptr.device}; "
+                                       "only kernels may access device memory")
+            return inner(f)
+
+        return Code(guarded)
 
     def offsets(self, f: list) -> tuple[Memory, Any, list[Any]]:
         """The generic (vector) path: memory, flat offsets (int or int64 array), indices."""
@@ -179,14 +203,21 @@ def compile_load(comp: Any, node: E.BufferLoad) -> Code:
     """A closure reading ``buffer[indices]`` (a gather for vector indices)."""
     acc = _Access(comp, node.buffer, node.indices, "load of")
     if not acc.scalar:
+        thr, buf = acc.thr, acc.buf
+
         def gather(f: list) -> np.ndarray:
             mem, off, _ = acc.offsets(f)
+            if thr >= 0:
+                track_lanes(track_read, f[thr], mem, off, buf)
             return mem.arr[off]
 
-        return Code(gather)
+        return acc.finish(Code(gather), "reads")
     body, ops = acc.template(None)
     field = "mv" if V.kind(acc.t) in ("int", "bool") else "arr"
-    return function(body.replace("ACCESS", f"return mem.{field}[off]"), ops, **acc.env())
+    access = f"return mem.{field}[off]"
+    if acc.shared:
+        access = "TRACK(f[THR], mem, off, BUF)\n    " + access
+    return acc.finish(function(body.replace("ACCESS", access), ops, TRACK=track_read, **acc.env()), "reads")
 
 
 def compile_store(comp: Any, node: BufferStore) -> Code:
@@ -194,19 +225,23 @@ def compile_store(comp: Any, node: BufferStore) -> Code:
     acc = _Access(comp, node.buffer, node.indices, "store to")
     value = comp.expr(node.value)
     if not acc.scalar:
-        get = value.fn
+        get, thr, buf = value.fn, acc.thr, acc.buf
 
         def scatter(f: list) -> None:
             mem, off, _ = acc.offsets(f)
             v = get(f)
+            if thr >= 0:
+                track_lanes(track_write, f[thr], mem, off, buf)
             try:
                 mem.arr[off] = v
             except ValueError:
                 acc.write_failed(mem, v)
 
-        return Code(scatter)
+        return acc.finish(Code(scatter), "stores")
     body, ops = acc.template(value)
     k = V.kind(acc.t)
     write = {"int": "mem.mv[off] = v", "bool": "mem.mv[off] = bool(v)"}.get(k, "mem.arr[off] = v")
     access = f"try:\n        {write}\n    except (TypeError, ValueError):\n        FAILED(mem, v)\n    return None"
-    return function(body.replace("ACCESS", access), ops, **acc.env())
+    if acc.shared:
+        access = "TRACK(f[THR], mem, off, BUF)\n    " + access
+    return acc.finish(function(body.replace("ACCESS", access), ops, TRACK=track_write, **acc.env()), "stores")

@@ -1,11 +1,15 @@
 """Compilation of statement nodes into closures (one rule per node class).
 
 Every loop kind runs serially and in order: the interpreter defines *what* a
-program computes, not how fast.  A ``thread_extent``/``virtual_thread``
-``AttrStmt`` on an IterVar that nothing outside binds iterates its variable
-over ``range(extent)`` (that is how classic TVM binds GPU threads); every other
+program computes, not how fast.  A ``thread_extent`` attr of a ``blockIdx``/
+``threadIdx`` IterVar starts (or, inside one, binds a coordinate of) a launch
+region that runs with GPU semantics (see ``_gpu``).  Any other
+``thread_extent``/``virtual_thread`` ``AttrStmt`` on an IterVar that nothing
+outside binds iterates its variable over ``range(extent)``; every other
 ``AttrStmt`` is transparent.  ``Allocate`` creates fresh memory filled with a
-fixed garbage pattern, or no memory at all when its condition is false.
+fixed garbage pattern, or no memory at all when its condition is false; in a
+launch region a ``shared`` allocation is one per block, and an allocation
+annotated with a device type holds device memory (see ``_device``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ._calls import compile_call
 from ._codegen import Code, function
+from ._device import device_allocate, is_device_allocate
 from ._errors import AssertionFailed, InterpreterError
+from ._gpu import compile_bound_attr, compile_region, is_launch_attr, is_shared_scope, shared_allocate
 from ._memory import Memory, compile_store
 from . import _values as V
 
@@ -117,6 +123,8 @@ def _let(comp: Any, node: S.LetStmt) -> Code:
     value = comp.expr(node.value)
     shadows = comp.in_scope(node.var)
     slot = comp.bind(node.var)
+    if isinstance(node.value, E.Var) and id(node.value) in comp.device_vars:
+        comp.device_vars.add(id(node.var))  # an alias of device memory is device memory
     try:
         body = comp.stmt(node.body)
     finally:
@@ -125,6 +133,8 @@ def _let(comp: Any, node: S.LetStmt) -> Code:
 
 
 def _attr(comp: Any, node: S.AttrStmt) -> Code:
+    if is_launch_attr(node):
+        return compile_bound_attr(comp, node) if comp.region is not None else compile_region(comp, node)
     iv = node.node
     if node.attr_key in ("thread_extent", "virtual_thread") and isinstance(iv, E.IterVar) \
             and not comp.in_scope(iv.var):
@@ -148,11 +158,14 @@ def _store(comp: Any, node: S.BufferStore) -> Code:
 
 
 def _allocate(comp: Any, node: S.Allocate) -> Code:
+    if is_device_allocate(node):
+        return device_allocate(comp, node)
     extents = [comp.expr(e) for e in node.extents]
     cond = comp.expr(node.condition)
     var, t = node.buffer_var, node.dtype
     shadows = comp.in_scope(var)
     slot = comp.bind(var, memory_tag=V.tag(t))
+    key = shared_allocate(comp, var) if comp.region is not None and is_shared_scope(node.scope) else None
     try:
         body = comp.stmt(node.body)
     finally:
@@ -174,6 +187,16 @@ def _allocate(comp: Any, node: S.Allocate) -> Code:
     def empty(f: list) -> Memory:
         return Memory.allocate(t, 0, name)
 
+    if key is not None:  # one memory per block: the first thread to get here creates it
+        return function(_shadowed("""
+            shared = f[THR].block.shared
+            mem = shared.get(KEY)
+            if mem is None:
+                mem = shared[KEY] = MAKE(f) if {0} else EMPTY(f)
+            f[SLOT] = mem
+            {1}
+            f[SLOT] = None
+            """, shadows), [cond, body], SLOT=slot, MAKE=make, EMPTY=empty, KEY=key, THR=comp.region.thr_slot)
     return function(_shadowed("""
         f[SLOT] = MAKE(f) if {0} else EMPTY(f)
         {1}

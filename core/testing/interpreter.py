@@ -10,16 +10,23 @@ integer arithmetic wraps at its width, integer division by zero and
 
 A function is compiled once into nested closures (see ``_codegen``), so
 running it again (:class:`Interpreter`) costs only the execution.
+
+Thread-bound code runs with GPU semantics: every thread of a block runs the
+kernel body, ``tvm_storage_sync`` barriers hold each thread until its whole
+block (or grid, for ``"global"``) arrives, ``shared`` allocations are one per
+block, ``local`` ones one per thread, and two threads of a block touching one
+shared element between barriers, one of them writing, raise :class:`RaceError`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir.function import IRModule, PrimFunc
 from ..runtime.arguments import BoundCall
-from ._compiler import Context, Program
+from ..target.devices import Device
+from ._compiler import Context, ImportResolver, Program
 
 __all__ = ["Interpreter", "evaluate", "DEFAULT_MAX_WHILE_ITERATIONS"]
 
@@ -59,6 +66,10 @@ class Interpreter:
         :class:`InterpreterError`.
     :param check_dims: also check every index against its buffer's declared
         shape (the flat offset is always checked against the memory).
+    :param imports: ``name -> fn(words) | None``: finds functions that other
+        modules define (kernels the host calls); a call of one passes one
+        64-bit word per argument (:func:`loom.runtime.abi.word_of`; a pointer
+        is its address) and evaluates to 0.
 
     Calling it with arguments (numpy or ``loom.nd`` arrays for buffer parameters,
     scalars for scalar parameters) runs the function, writing into the arrays in place.  It
@@ -76,9 +87,10 @@ class Interpreter:
 
     def __init__(self, func: PrimFunc | IRModule, entry: str | None = None, *,
                  externs: dict[str, Callable[..., Any]] | None = None,
-                 max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS, check_dims: bool = True) -> None:
+                 max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS, check_dims: bool = True,
+                 imports: ImportResolver | None = None) -> None:
         prim, module, name = _resolve(func, entry)
-        self._ctx = Context(module, externs, max_while_iterations, check_dims)
+        self._ctx = Context(module, externs, max_while_iterations, check_dims, imports)
         self._program = Program(prim, name, self._ctx)
 
     @property
@@ -97,13 +109,34 @@ class Interpreter:
         """
         self._program.run_checked(call)
 
+    def run_words(self, words: Sequence[int], device: Device) -> None:
+        """Run the function (a device kernel: pointer and scalar parameters) on one 64-bit word per parameter.
+
+        A pointer word is an address in ``device``'s memory, read through its
+        device API's :meth:`~loom.runtime.device_api.DeviceAPI.host_view`; a
+        scalar word decodes with :func:`loom.runtime.abi.value_of`.
+
+        >>> import numpy as np, loom
+        >>> from loom.ir import BufferStore, PrimFunc
+        >>> from loom.runtime.device_api import cpu_device, get_device_api
+        >>> p, x = loom.var("p", "handle"), loom.var("x", "int32")
+        >>> P = loom.decl_buffer((1,), "int32", name="P", data=p)
+        >>> kernel = PrimFunc([p, x], BufferStore(P, x * 2, [0]))
+        >>> api, dev = get_device_api(1), cpu_device()
+        >>> addr = api.allocate(dev, 4, 64)
+        >>> Interpreter(kernel).run_words([addr, 21], dev)
+        >>> out = np.zeros(1, "int32"); api.copy_to_host(out, addr, dev); api.free(dev, addr); out
+        array([42], dtype=int32)
+        """
+        self._program.run_words(words, device)
+
     def __repr__(self) -> str:
         return f"<loom.testing.Interpreter of {self.name}>"
 
 
 def evaluate(func: PrimFunc | IRModule, *args: Any, externs: dict[str, Callable[..., Any]] | None = None,
              entry: str | None = None, max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS,
-             check_dims: bool = True) -> None:
+             check_dims: bool = True, imports: ImportResolver | None = None) -> None:
     """Run ``func`` once on ``args`` (see :class:`Interpreter` for the options).
 
     Buffer arguments are numpy arrays, modified in place; the result is None.
@@ -117,4 +150,4 @@ def evaluate(func: PrimFunc | IRModule, *args: Any, externs: dict[str, Callable[
     array([3.5, 2. ], dtype=float32)
     """
     Interpreter(func, entry, externs=externs, max_while_iterations=max_while_iterations,
-                check_dims=check_dims)(*args)
+                check_dims=check_dims, imports=imports)(*args)

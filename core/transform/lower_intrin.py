@@ -1,11 +1,16 @@
 """``LowerIntrin``: rewrite intrinsic calls through the target's lowering rules.
 
 Every ``Call`` of an :class:`~loom.ir.Op` that has a lowering rule for the
-target kind (:func:`loom.ir.op.lowering_rule`, which also consults the plugins'
-``loom_intrinsic_rules`` and the ``default`` kind) is replaced by
-``rule(call)``; calls are lowered innermost first, each once.  Ops without a
-rule stay.  The target kind is the pass's argument, else the kind of the
-function's ``attrs["target"]``; a function with neither is left alone.
+target (:func:`loom.ir.op.lowering_rule`: rules registered for its kind, the
+plugins' ``loom_intrinsic_rules(target)``, then the ``default`` kind) is
+replaced by ``rule(call)``; calls are lowered innermost first, each once.  Ops
+without a rule stay.  The target is the pass's argument (a Target or a kind
+name), else the function's ``attrs["target"]``; a function with neither is
+left alone.
+
+``floordiv``/``floormod`` of provably non-negative integer operands become
+truncating ``Div``/``Mod``, unless the kind's backend says otherwise
+(:attr:`loom.backend.Backend.rewrite_floor_division`).
 
 >>> import loom
 >>> from loom.ir import BufferStore, PrimFunc, register_lowering
@@ -18,9 +23,9 @@ A[0] = call_extern('float32', 'expf', A[0])
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import LoomTypeError
+from ..errors import LoomTypeError, PluginError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..arith import Analyzer
@@ -28,12 +33,28 @@ from ..ir.functor import Mutator
 from ..ir.op import Op, lowering_rule
 from .pass_base import Pass, PassContext, prim_func_pass
 
-__all__ = ["LowerIntrin", "lower_intrin"]
+if TYPE_CHECKING:
+    from ..target import Target
+
+__all__ = ["LowerIntrin", "lower_intrin", "rewrites_floor_division"]
+
+
+def rewrites_floor_division(kind: str) -> bool:
+    """Whether the backend of ``kind`` lets floor division of non-negative operands truncate (yes without one)."""
+    from ..backend import get_backend
+
+    try:
+        backend, _ = get_backend(kind)
+    except PluginError:
+        return True
+    return bool(backend.rewrite_floor_division)
 
 
 class _Lower(Mutator):
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    def __init__(self, target: Target | str) -> None:
+        self.target = target
+        self.kind = target if isinstance(target, str) else target.kind_name
+        self._rewrite_floor: bool | None = None  # asked of the backend on the first floor division
         # Loop and let bounds, to prove floordiv/floormod operands non-negative.
         self.analyzer = Analyzer()
 
@@ -52,7 +73,10 @@ class _Lower(Mutator):
         return self.generic_visit(s)
 
     def _non_negative(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
-        return self.analyzer.const_int_bound(a).min_value >= 0 and self.analyzer.const_int_bound(b).min_value > 0
+        if self._rewrite_floor is None:
+            self._rewrite_floor = rewrites_floor_division(self.kind)
+        return self._rewrite_floor and self.analyzer.const_int_bound(a).min_value >= 0 \
+            and self.analyzer.const_int_bound(b).min_value > 0
 
     # Floor division rounds toward -inf, C's toward zero; on a non-negative dividend and a positive
     # divisor they agree, and the truncating form is one instruction instead of a sign fix-up.
@@ -72,7 +96,7 @@ class _Lower(Mutator):
         out = self.generic_visit(e)
         if not isinstance(out.op, Op):
             return out
-        rule = lowering_rule(out.op, self.kind)
+        rule = lowering_rule(out.op, self.target)
         if rule is None:
             return out
         new = rule(out)
@@ -85,22 +109,19 @@ class _Lower(Mutator):
         return new
 
 
-def lower_intrin(stmt: S.Stmt, target_kind: str) -> S.Stmt:
-    """``stmt`` with every intrinsic call that has a ``target_kind`` rule lowered."""
-    return _Lower(target_kind).visit(stmt)
+def lower_intrin(stmt: S.Stmt, target: Target | str) -> S.Stmt:
+    """``stmt`` with every intrinsic call that has a rule for ``target`` (a Target or a kind name) lowered."""
+    return _Lower(target).visit(stmt)
 
 
-def LowerIntrin(target_kind: str | None = None) -> Pass:  # noqa: N802 - classic factory name
-    """The pass; ``target_kind`` defaults to each function's ``attrs["target"].kind.name``."""
+def LowerIntrin(target: Target | str | None = None) -> Pass:  # noqa: N802 - classic factory name
+    """The pass; ``target`` (a Target or a kind name) defaults to each function's ``attrs["target"]``."""
 
     def run(func: Any, mod: Any, ctx: PassContext) -> Any:
-        kind = target_kind
-        if kind is None:
-            target = func.attrs.get("target")
-            kind = target.kind.name if target is not None else None
-        if kind is None:
+        chosen = target if target is not None else func.attrs.get("target")
+        if chosen is None:
             return func
-        body = lower_intrin(func.body, kind)
+        body = lower_intrin(func.body, chosen)
         return func if body is func.body else func.with_body(body)
 
     return prim_func_pass(run, name="LowerIntrin")

@@ -85,3 +85,12 @@ def test_llvmlite_is_imported_only_when_an_llvm_target_is_made():
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_every_hook_has_a_shipped_implementation():
+    """DESIGN §5: a hook exists only if the packages Loom ships implement it (ext_dev is not even needed)."""
+    from loom.plugins import hookspecs
+
+    specs = sorted(n for n in dir(hookspecs) if n.startswith("loom_"))
+    implemented = {h for info in plugins.list_plugins() if info.status != "failed" for h in info.hooks}
+    assert specs == sorted(set(specs) & implemented), f"hooks nobody implements: {sorted(set(specs) - implemented)}"

@@ -86,7 +86,7 @@ BAD_CASES = [
     ("offset-factor", offset_copy, lambda: (np.arange(16, dtype="int32")[2:10], np.zeros(8, "int32")),
      ArgumentValueError, r"argument 0 \(A: .*\): elem_offset 2 is not a multiple of offset_factor 4"),
     ("device", vadd, lambda: (f32(4), OnDevice(f32(4)), f32(4)), ArgumentValueError,
-     r"argument 1 \(B: .*\) must be on the CPU, got a OnDevice on device \(2, 0\)"),
+     r"argument 1 \(B: .*\) must be on cpu\(0\), got a OnDevice on cuda\(0\); copy it to the host first"),
     ("scalar-float-for-int", scale2d, lambda: (f32(2, 2), f32(2, 2), 1.0, 1.5), ArgumentTypeError,
      r"argument 3 \(k: int32\) expects a int32 scalar, got float 1.5"),
     ("scalar-str-for-float", scale2d, lambda: (f32(2, 2), f32(2, 2), "x", 1), ArgumentTypeError,
@@ -290,3 +290,121 @@ def test_interp_module_checks_each_call_once(monkeypatch):
     mod(a, a, c)
     assert len(calls) == 2
     np.testing.assert_array_equal(c, a * 2)
+
+
+# -- arguments on a device (the fake ext_dev of fake_device.py) -----------------------------------------
+
+from fake_device import DEV, DLPackObject, ext_dev  # noqa: E402,F401  (ext_dev is a fixture)
+from loom.runtime import NDArray  # noqa: E402
+from loom.runtime.abi import ARG_DEVICES_ATTR  # noqa: E402
+
+
+def on_device(func: loom.ir.PrimFunc, *devices: int) -> loom.ir.PrimFunc:
+    return func.with_attr(ARG_DEVICES_ATTR, list(devices))
+
+
+def dev32(*shape: int) -> NDArray:
+    return nd.array(np.arange(int(np.prod(shape)), dtype="float32").reshape(shape), DEV)
+
+
+def test_device_arrays_bind_as_descriptors(ext_dev):
+    a, b, c = dev32(5), dev32(5), nd.empty((5,), "float32", DEV)
+    call = ArgumentChecker(on_device(vadd(), 12, 12, 12)).bind((a, b, c))
+    assert call.values == [a, b, c] and call.pointers == [a.data_ptr, b.data_ptr, c.data_ptr]
+    assert {v.name: x for v, x in call.binding.items()} == {"n": 5}
+    assert call.devices == [DEV] * 3
+    with pytest.raises(loom.LoomTypeError, match=r"parameter 0 is on ext_dev\(0\), whose memory is not host memory"):
+        call.memory(0)
+    assert ext_dev.copies() == {"to_device": 2}, "binding copied device memory"
+
+
+def test_mixed_devices_and_the_device_type_override(ext_dev):
+    func = on_device(scale2d(), 12, 1, 1, 1)
+    host_out = nd.empty((2, 3), "float32")
+    call = ArgumentChecker(func).bind((dev32(2, 3), host_out, 1.0, 0))
+    assert call.values[1] is np.asarray(host_out) and call.devices == [DEV, loom.cpu(0), None, None]
+    assert call.memory(1)[0].shape == (6,)
+    call = ArgumentChecker(vadd(), device_type=12).bind((dev32(3), dev32(3), dev32(3)))
+    assert call.devices == [DEV] * 3
+
+
+def test_device_dlpack_objects_are_wrapped(ext_dev):
+    a = dev32(4)
+    call = ArgumentChecker(on_device(vadd(), 12, 12, 12)).bind((DLPackObject(a), a, a))
+    assert type(call.values[0]) is NDArray and call.values[0].device == DEV
+    assert call.pointers[0] == a.data_ptr
+
+
+def test_device_layouts_bind_from_the_descriptor(ext_dev):
+    base = dev32(5, 6)
+    view = NDArray(base.handle, (5, 3), "float32", DEV, strides=(6, 2), byte_offset=4, owner=base)
+    call = ArgumentChecker(on_device(scale2d(), 12, 12, 1, 1), assumed_alignment=4).bind(
+        (view, nd.empty((5, 3), "float32", DEV), 2.0, 7))
+    assert {v.name: x for v, x in call.binding.items()} == {"m": 5, "n": 3, "s0": 6, "s1": 2, "alpha": 2.0, "k": 7}
+    assert call.pointers[0] == base.handle + 4
+    ints = nd.array(np.arange(20, dtype="int32"), DEV)
+    shifted = NDArray(ints.handle, (8,), "int32", DEV, byte_offset=32, owner=ints)
+    call = ArgumentChecker(on_device(offset_copy(), 12, 12)).bind((shifted, nd.empty((8,), "int32", DEV)))
+    assert {v.name: x for v, x in call.binding.items()} == {"A_elem_offset": 8}
+    assert call.pointers[0] == ints.handle, "elem_offset addresses from the handle"
+    pointer = ArgumentChecker(on_device(pointer_func(), 12)).bind((ints,))
+    assert pointer.pointers == [ints.data_ptr]
+
+
+def _view(base: NDArray, **kw) -> NDArray:
+    return NDArray(base.handle, kw.pop("shape", (4,)), kw.pop("dtype", base.dtype), DEV, owner=base, **kw)
+
+
+# (id, func, devices, args factory, error type, message pattern)
+DEVICE_CASES = [
+    ("numpy", vadd, (12, 12, 12), lambda: (f32(4), dev32(4), dev32(4)), ArgumentValueError,
+     r"vadd: argument 0 \(A: float32 buffer A of shape \(n,\)\) must be on ext_dev, got a numpy array on the "
+     r"host; copy it with loom.nd.array\(x, loom.device\('ext_dev'\)\)"),
+    ("cpu-ndarray", vadd, (12, 12, 12), lambda: (dev32(4), nd.array(f32(4)), dev32(4)), ArgumentValueError,
+     r"argument 1 \(B: .*\) must be on ext_dev, got an array on cpu\(0\); copy it with loom.nd.array"),
+    ("other-device", vadd, (12, 12, 12), lambda: (dev32(4), dev32(4), OnDevice(f32(4))), ArgumentValueError,
+     r"argument 2 \(C: .*\) must be on ext_dev, got a OnDevice on cuda\(0\)$"),
+    ("device-for-cpu", vadd, (1, 1, 1), lambda: (f32(4), dev32(4), f32(4)), ArgumentValueError,
+     r"vadd: argument 1 \(B: .*\) must be on cpu\(0\), got an array on ext_dev\(0\); copy it to the host"),
+    ("not-an-array", vadd, (12, 12, 12), lambda: (dev32(4), [0.0] * 4, dev32(4)), ArgumentTypeError,
+     r"argument 1 \(B: .*\) takes an array on ext_dev \(a loom.nd.NDArray or a DLPack object\), got list"),
+    ("dtype", vadd, (12, 12, 12), lambda: (dev32(4), nd.empty((4,), "float64", DEV), dev32(4)), ArgumentTypeError,
+     r"argument 1 \(B: .*\) needs dtype float32, got an array of float64"),
+    ("ndim", vadd, (12, 12, 12), lambda: (dev32(2, 2), dev32(4), dev32(4)), ArgumentValueError,
+     r"argument 0 \(A: .*\) needs 1 dimensions, got an array of shape \(2, 2\)"),
+    ("shape", vadd, (12, 12, 12), lambda: (dev32(4), dev32(5), dev32(4)), ArgumentValueError,
+     r"argument 1 \(B: .*\): shape\[0\]: n is 5 here, but 4 from"),
+    ("constant-shape", offset_copy, (12, 12),
+     lambda: (nd.empty((8,), "int32", DEV), nd.empty((7,), "int32", DEV)), ArgumentValueError,
+     r"argument 1 \(B: .*\): shape\[0\] must be 8, got shape \(7,\)"),
+    ("misaligned", vadd, (12, 12, 12), lambda: (_view(dev32(5), byte_offset=4), dev32(4), dev32(4)),
+     ArgumentValueError, r"argument 0 \(A: .*\): its data pointer 0x[0-9a-f]+ on ext_dev\(0\) is not a multiple "
+                         r"of 64 bytes, and device memory is not copied"),
+    ("non-compact", vadd, (12, 12, 12), lambda: (_view(dev32(8), strides=(2,)), dev32(4), dev32(4)),
+     ArgumentValueError, r"argument 0 \(A: .*\) is compact .* strides \(2,\) \(elements\)"),
+    ("negative-strides", scale2d, (12, 12, 1, 1),
+     lambda: (_view(dev32(12), shape=(3, 4), strides=(-4, 1), byte_offset=32), dev32(3, 4), 1.0, 0),
+     ArgumentValueError, r"argument 0 \(A: .*\): array strides \(-4, 1\) \(elements\) must be non-negative"),
+    ("strides-conflict", scale2d, (12, 12, 1, 1),
+     lambda: (_view(dev32(24), shape=(4, 3), strides=(6, 2)), dev32(4, 4), 1.0, 0), ArgumentValueError,
+     r"argument 1 \(B: .*\): shape\[1\]: n is 4 here, but 3 from"),
+    ("partial-element-offset", offset_copy, (12, 12),
+     lambda: (_view(nd.empty((12,), "int32", DEV), shape=(8,), byte_offset=6), nd.empty((8,), "int32", DEV)),
+     ArgumentValueError, r"argument 0 \(A: .*\): byte_offset 6 is not a whole number of 4-byte elements"),
+    ("offset-factor", offset_copy, (12, 12),
+     lambda: (_view(nd.empty((12,), "int32", DEV), shape=(8,), byte_offset=8), nd.empty((8,), "int32", DEV)),
+     ArgumentValueError, r"argument 0 \(A: .*\): elem_offset 2 is not a multiple of offset_factor 4"),
+    ("pointer-strided", pointer_func, (12,), lambda: (_view(dev32(8), strides=(2,)),), ArgumentValueError,
+     r"argument 0 \(p: handle\) is a pointer; it takes a compact array, got strides \(2,\)"),
+]
+
+
+@pytest.mark.parametrize("case", DEVICE_CASES, ids=[c[0] for c in DEVICE_CASES])
+def test_bad_device_argument_is_a_clear_error(ext_dev, case):
+    _, make_func, devices, make_args, error, pattern = case
+    args = make_args()
+    counts = dict(ext_dev.counts)
+    with pytest.raises(error, match=pattern) as info:
+        ArgumentChecker(on_device(make_func(), *devices)).bind(args)
+    assert isinstance(info.value, ArgumentError)
+    assert dict(ext_dev.counts) == counts, "a refused call touched device memory"

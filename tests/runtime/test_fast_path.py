@@ -8,9 +8,13 @@ import pytest
 import loom
 from loom.errors import LoomError
 from loom.ir import BufferStore, Evaluate, For, IRModule, PrimFunc
-from loom.runtime.abi import pack_values, abi_vars
+from loom.runtime import NDArray
+from loom.runtime.abi import ARG_DEVICES_ATTR, pack_values, abi_vars
+from loom.runtime.arguments import ArgumentValueError
 from loom.runtime.module import Module
 from loom.runtime.ndarray import aligned_empty
+
+from fake_device import DEV, ext_dev  # noqa: F401  (ext_dev is a fixture)
 
 
 class _Recorder:
@@ -39,7 +43,7 @@ class _Module(Module):
         return self.runner
 
 
-def _module(offset: bool = False, scalar: bool = False) -> _Module:
+def _module(offset: bool = False, scalar: bool = False, devices: tuple[int, ...] | None = None) -> _Module:
     n = loom.var("n")
     A, B = (loom.decl_buffer((n,), "float32", name=x, elem_offset=loom.var("off") if offset and x == "A" else None)
             for x in "AB")
@@ -49,6 +53,8 @@ def _module(offset: bool = False, scalar: bool = False) -> _Module:
     i = loom.var("i")
     body = For(i, 0, n, "serial", BufferStore(B, A[i], [i]))
     f = PrimFunc(params, body, buffer_map={A.data: A, B.data: B}, attrs={"global_symbol": "f"})
+    if devices is not None:
+        f = f.with_attr(ARG_DEVICES_ATTR, list(devices))
     m = _Module({"f": f})
     m["f"]
     return m
@@ -139,3 +145,38 @@ def test_interp_modules_have_no_fast_path():
     A = loom.decl_buffer((1,), "int32", name="A")
     f = PrimFunc([A.data], Evaluate(0), buffer_map={A.data: A})
     assert loom.runtime.InterpModule(IRModule({"f": f}))["f"]._fast is None
+
+
+def test_device_arrays_take_it_with_their_data_addresses(ext_dev):
+    m = _module(devices=(12, 12))
+    a, b = loom.nd.array(np.ones(6, "float32"), DEV), loom.nd.empty((6,), "float32", DEV)
+    m(a, b)
+    m(a, b)
+    c, d = loom.nd.empty((6,), "float32", DEV), loom.nd.empty((6,), "float32", DEV)
+    m(c, d)
+    assert [k for k, _ in m.runner.calls] == ["checked", "fast", "fast"]
+    assert m.runner.calls[1][1] == [a.data_ptr, b.data_ptr, 6] and m.runner.calls[2][1] == [c.data_ptr, d.data_ptr, 6]
+    assert ext_dev.copies() == {"to_device": 1}, "calls copied device memory"
+
+
+def test_host_arrays_for_device_parameters_never_take_it(ext_dev):
+    m = _module(devices=(12, 12))
+    a, b = loom.nd.empty((8,), "float32", DEV), loom.nd.empty((8,), "float32", DEV)
+    m(a, b)
+    for args in [(_aligned(8), _aligned(8)), (loom.nd.empty((8,), "float32"), b), (a, _aligned(8))]:
+        for _ in range(2):
+            with pytest.raises(ArgumentValueError, match="must be on ext_dev, got"):
+                m(*args)
+    base = loom.nd.empty((9,), "float32", DEV)
+    misaligned = NDArray(base.handle, (8,), "float32", DEV, byte_offset=4, owner=base)
+    with pytest.raises(ArgumentValueError, match="is not a multiple of 16 bytes"):
+        m(misaligned, b)
+    assert [k for k, _ in m.runner.calls] == ["checked"]
+
+
+def test_device_arrays_for_host_parameters_never_take_it(ext_dev):
+    m = _module()
+    m(loom.nd.empty((4,), "float32"), loom.nd.empty((4,), "float32"))
+    with pytest.raises(ArgumentValueError, match=r"must be on cpu\(0\), got an array on ext_dev\(0\)"):
+        m(loom.nd.empty((4,), "float32", DEV), loom.nd.empty((4,), "float32"))
+    assert [k for k, _ in m.runner.calls] == ["checked"]

@@ -108,7 +108,8 @@ def test_export_and_load_in_a_fresh_process(tmp_path):
     path = tmp_path / "lib.loom"
     m.export_library(path)
     header, payload = read_export(path)
-    assert header == {"loom_module": 1, "format": "interp", "entry": "twice", "target": "interp"}
+    assert header == {"loom_module": 1, "format": "interp", "entry": "twice", "target": "interp", "imports": [],
+                      "embedded": ""}
     assert payload.startswith(b"{")
     a = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
     c, b = np.zeros((3, 4), "float32"), np.zeros(5, "float32")

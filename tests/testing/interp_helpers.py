@@ -66,3 +66,63 @@ def sample(dtype: str, n: int, rng: np.random.Generator, lo: float = -3.0, hi: f
     vals = rng.integers(info.min, info.max, n, dtype=npd, endpoint=True)
     vals[:2] = (info.min, info.max)
     return vals
+
+
+# -- thread-bound programs ---------------------------------------------------------------------
+
+
+def axis(tag: str) -> Any:
+    """A fresh thread IterVar for ``tag`` (``"threadIdx.x"``...), its Var named like the tag."""
+    from loom.ir import IterVar
+
+    return IterVar(None, loom.var(tag), "thread_index", tag)
+
+
+def launch(iv: Any, extent: Any, body: Any) -> Any:
+    """``thread_extent`` attr binding ``iv`` over ``extent``."""
+    from loom.ir import AttrStmt
+
+    return AttrStmt(iv, "thread_extent", extent, body)
+
+
+def alloc(buf: Buffer, body: Any, scope: str | None = None) -> Any:
+    """Allocate ``buf``'s memory (in ``scope``, default the buffer's own) around ``body``."""
+    from loom.ir import Allocate
+
+    return Allocate(buf.data, buf.dtype, list(buf.shape), True, body, scope or buf.scope or "global")
+
+
+def barrier(scope: str = "shared") -> Any:
+    """``tvm_storage_sync(scope)``."""
+    from loom.transform.thread_sync import storage_sync
+
+    return storage_sync(scope)
+
+
+def tiled_matmul(n: int, m: int, k: int, tile: int = 8) -> Any:
+    """The classic cooperative-fetch tiled matmul ``C[n, m] = A[n, k] @ B[k, m]``, lowered (no barriers yet)."""
+    from loom import te
+
+    A = te.placeholder((n, k), name="A")
+    B = te.placeholder((k, m), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    AS, BS = s.cache_read(A, "shared", [CL]), s.cache_read(B, "shared", [CL])
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, tile)
+    jo, ji = s[C].split(j, tile)
+    s[C].reorder(io, jo, ii, ji)
+    ty, tx = loom.thread_axis("threadIdx.y"), loom.thread_axis("threadIdx.x")
+    s[C].bind(io, loom.thread_axis("blockIdx.y"))
+    s[C].bind(jo, loom.thread_axis("blockIdx.x"))
+    s[C].bind(ii, ty)
+    s[C].bind(ji, tx)
+    s[CL].compute_at(s[C], ji)
+    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], tile)
+    for stage in (AS, BS):
+        s[stage].compute_at(s[CL], ko)
+        s[stage].bind(s[stage].op.axis[0], ty)
+        s[stage].bind(s[stage].op.axis[1], tx)
+    return loom.lower(s, [A, B, C])

@@ -1,13 +1,17 @@
 """LowerIntrin: per-target rules replace intrinsic calls; others stay."""
 
+import types
+
 import numpy as np
 import pytest
 
 import loom
+from loom.backend import Backend
 from loom.errors import LoomTypeError
-from loom.ir import BufferStore, PrimFunc, register_lowering
+from loom.ir import BufferStore, For, PrimFunc, register_lowering
+from loom.ir import expr as E
 from loom.ir.op import Op
-from loom.target import Target, TargetKind, override_kinds
+from loom.target import AttrSpec, Target, TargetKind, override_kinds
 from loom.testing import evaluate
 from loom.transform.lower_intrin import LowerIntrin, lower_intrin
 
@@ -68,3 +72,80 @@ def test_function_without_target_is_left_alone():
 def test_rule_of_wrong_dtype_is_an_error():
     with pytest.raises(LoomTypeError, match="tir.tanh"):
         LowerIntrin("lower_bad")(func(loom.tanh(A[0])))
+
+
+def test_target_object_or_kind_name():
+    kinds = [TargetKind("lower_test", "cpu", {})]
+    with override_kinds(*kinds):
+        for target in (Target("lower_test"), "lower_test"):
+            assert calls(LowerIntrin(target)(func(loom.exp(A[0]))).body) == {"tir.call_extern"}
+
+
+def _plugin(name, **hooks):
+    mod = types.ModuleType(name)
+    for hook, fn in hooks.items():
+        setattr(mod, hook, loom.plugins.hookimpl(fn))
+    return mod
+
+
+@pytest.fixture
+def registered():
+    mods = []
+
+    def add(mod):
+        loom.plugins.register(mod)
+        mods.append(mod)
+
+    yield add
+    for mod in mods:
+        loom.plugins.unregister(mod)
+
+
+def test_plugin_rules_see_the_function_target(registered):
+    """The hook receives each function's Target, so its rules can read the target's attributes."""
+    def rules(target):
+        if target.kind.name != "attr_test":
+            return None
+        name = "fast_exp" if target.attrs["fast"] else "exact_exp"
+        return {"tir.exp": lambda call: loom.call_extern(call.dtype, name, *call.args)}
+
+    registered(_plugin("attr_test_rules", loom_intrinsic_rules=rules))
+    with override_kinds(TargetKind("attr_test", "cpu", {"fast": AttrSpec(bool, False)})):
+        for text, want in (("attr_test", "exact_exp"), ("attr_test -fast=1", "fast_exp")):
+            out = LowerIntrin()(func(loom.exp(A[0]), target=text))
+            ext = loom.ir.collect(out.body, lambda x: isinstance(x, loom.ir.Call) and isinstance(x.op, Op))
+            assert [c.args[0].value for c in ext] == [want]
+
+
+def floor_func(target=None):
+    n = 8
+    C = loom.decl_buffer((n,), "int32", name="C")
+    i = loom.var("i")
+    body = For(i, 0, n, "serial", BufferStore(C, loom.floordiv(i + 3, 4) + loom.floormod(i, 3), [i]))
+    attrs = {"target": Target(target)} if target else {}
+    return PrimFunc([C.data], body, buffer_map={C.data: C}, attrs=attrs)
+
+
+def divisions(f):
+    found = loom.ir.collect(f.body, lambda x: isinstance(x, (E.Div, E.Mod, E.FloorDiv, E.FloorMod)))
+    return sorted(type(x).__name__ for x in found)
+
+
+class _KeepsFloor(Backend):
+    kind = "floor_keep"
+    rewrite_floor_division = False
+
+
+def test_floor_division_of_non_negatives_truncates_unless_the_backend_opts_out(registered):
+    registered(_plugin("floor_keep_backend",
+                       loom_backend=lambda target_kind: _KeepsFloor() if target_kind == "floor_keep" else None))
+    kinds = [TargetKind("floor_keep", "cpu", {}), TargetKind("no_backend", "cpu", {})]
+    with override_kinds(*kinds):
+        # no backend for the kind: the rewrite happens
+        assert divisions(LowerIntrin()(floor_func("no_backend"))) == ["Div", "Mod"]
+        kept = LowerIntrin()(floor_func("floor_keep"))
+        assert divisions(kept) == ["FloorDiv", "FloorMod"]
+    want, got = np.zeros(8, "int32"), np.zeros(8, "int32")
+    evaluate(floor_func(), want)
+    evaluate(kept.with_attr("target", None), got)
+    np.testing.assert_array_equal(got, want)

@@ -42,3 +42,13 @@ def loom_load_module(path: str, fmt: str) -> Any:
     from loom.runtime.native_library import LibraryModule
 
     return LibraryModule(path)
+
+
+@hookimpl
+def loom_intrinsic_rules(target: Any) -> Any:
+    """How each math op is computed on ``c`` targets: math.h functions of the operand's precision."""
+    if target.kind.name != "c":
+        return None
+    from .intrinsic_rules import rules_for
+
+    return rules_for(target)

@@ -27,7 +27,7 @@ def loom_target_kinds() -> list[Any]:
             "max_shared_memory_per_block": AttrSpec(int, 49152, doc="bytes of shared memory per block"),
         },
         default_keys=("cuda", "gpu"),
-        doc="NVIDIA GPUs through CUDA C, compiled to PTX",
+        doc="NVIDIA GPUs (target kind and launch limits only: CUDA code generation is not implemented yet)",
     )]
 
 

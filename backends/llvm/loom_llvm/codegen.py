@@ -14,6 +14,9 @@ becomes two LLVM functions:
 An outermost ``parallel`` loop becomes an OpenMP parallel region (see
 :mod:`.parallel`); every module defines ``i32 @loom_num_threads``, the thread
 count those regions ask for (0: one per core), which the runtime sets.
+Intrinsics LowerIntrin did not lower go through the target's rules
+(:mod:`.intrinsic_rules`); calls of other functions and device memory go
+through the runtime's slots (:mod:`.calls`).
 
 >>> import loom
 >>> from loom.ir import BufferStore, IRModule, PrimFunc
@@ -26,7 +29,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from llvmlite import ir
 
@@ -35,8 +38,10 @@ from loom.ir.dtype import DataType
 from loom.ir.function import IRModule, PrimFunc
 from loom.runtime.abi import NATIVE_ALIGNMENT, abi_vars
 
+from .calls import ModuleCalls
 from .codegen_expr import I64, PTR, llvm_type
 from .codegen_stmt import StmtEmitter
+from .intrinsic_rules import rules_for
 from .parallel import thread_count_global
 
 __all__ = ["codegen_module", "codegen_function"]
@@ -47,11 +52,14 @@ I32 = ir.IntType(32)
 class FunctionCodegen(StmtEmitter):
     """Compiles one PrimFunc into ``module``."""
 
-    def __init__(self, module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False) -> None:
+    def __init__(self, module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False,
+                 rules: Mapping[str, Callable[[Any], Any]] | None = None, calls: ModuleCalls | None = None) -> None:
         super().__init__()
         self.module, self.func, self.fname = module, func, name
         self.values = {}
         self.float_flags = ("contract",) if fp_contract else ()
+        self.intrinsic_rules = dict(rules if rules is not None else rules_for(None))
+        self.calls = calls if calls is not None else ModuleCalls(module, {})
 
     def run(self) -> ir.Function:
         slots = abi_vars(self.func)
@@ -91,8 +99,9 @@ class FunctionCodegen(StmtEmitter):
         return fn
 
     def _entry(self, slots: list[Any], compute: ir.Function) -> ir.Function:
-        fnty = ir.FunctionType(I32, [I64.as_pointer(), PTR.as_pointer()])
-        fn = ir.Function(self.module, fnty, name=self.fname)
+        fn = self.calls.function(self.fname)  # declared already when a function before it calls it
+        if fn.blocks:
+            raise LoomError(f"two functions of the module have the symbol {self.fname!r}")
         fn.args[0].name, fn.args[1].name = "args", "error"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         values = []
@@ -117,12 +126,17 @@ class FunctionCodegen(StmtEmitter):
         return word if t.bits == 64 else b.trunc(word, llvm_type(t), name=name)
 
 
-def codegen_function(module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False) -> ir.Function:
+def codegen_function(module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False,
+                     rules: Mapping[str, Callable[[Any], Any]] | None = None,
+                     calls: ModuleCalls | None = None) -> ir.Function:
     """Add ``func`` to ``module`` as ``i32 @name(i64* args, i8** error)``; returns that function.
 
-    ``fp_contract`` lets LLVM fuse float multiplies and adds into FMA instructions.
+    ``fp_contract`` lets LLVM fuse float multiplies and adds into FMA instructions; ``rules``
+    lower the intrinsics LowerIntrin left (default: :func:`.intrinsic_rules.rules_for` of no
+    target); ``calls`` knows the other functions of the module (default: none, so every
+    called function is imported).
     """
-    return FunctionCodegen(module, func, name, fp_contract).run()
+    return FunctionCodegen(module, func, name, fp_contract, rules, calls).run()
 
 
 def _triple(target: Any) -> str:
@@ -156,5 +170,8 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
             raise LoomTypeError(f"the llvm backend compiles PrimFuncs; {name} is a {type(func).__name__}")
         if func.attrs.get("calling_conv") == "device_kernel":
             raise LoomError(f"{name} is a device kernel; the llvm backend compiles host code only")
-        codegen_function(out, func, str(func.attrs.get("global_symbol", name)), fp_contract)
+    symbols = {name: str(func.attrs.get("global_symbol", name)) for name, func in mod.functions.items()}
+    calls, rules = ModuleCalls(out, symbols), rules_for(target)
+    for name, func in mod.functions.items():
+        codegen_function(out, func, symbols[name], fp_contract, rules, calls)
     return out

@@ -24,6 +24,7 @@ from loom.errors import LoomError, LoomTypeError
 from loom.ir import expr as E
 from loom.ir.buffer import Buffer
 from loom.ir.dtype import DataType
+from loom.ir.function import GlobalVar
 
 from . import bfloat16
 from .intrinsics import emit_call
@@ -60,10 +61,6 @@ def _signed_value(t: DataType, v: int) -> int:
 _ICMP = {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
 
 
-#: Operand counts of the overloaded intrinsics that take more than one.
-_ARITY = {"llvm.pow": 2, "llvm.minnum": 2, "llvm.maxnum": 2, "llvm.copysign": 2, "llvm.fma": 3}
-
-
 def _mangle(t: ir.Type) -> str:
     """LLVM's overload suffix: ``f32``, ``i64``, ``v8f32``..."""
     if isinstance(t, ir.VectorType):
@@ -92,9 +89,14 @@ class ExprEmitter:
         self.float_flags: tuple[str, ...] = ()
         #: The alignment of argument buffers' data, by ``id`` of the data Var (others: ``data_alignment``).
         self.param_alignments: dict[int, int] = {}
+        #: The target's rules for intrinsics LowerIntrin left (:mod:`.intrinsic_rules`).
+        self.intrinsic_rules: dict[str, Callable[[E.Call], E.PrimExpr]] = {}
+        #: How this module calls the functions it calls (:class:`.calls.ModuleCalls`).
+        self.calls: Any = None
 
     #: What every emitter of one PrimFunc shares (the function's own and its outlined regions').
-    FUNCTION_STATE = ("module", "fname", "analyzer", "_strings", "float_flags", "param_alignments")
+    FUNCTION_STATE = ("module", "fname", "analyzer", "_strings", "float_flags", "param_alignments",
+                      "intrinsic_rules", "calls")
 
     def share_function_state(self, parent: ExprEmitter) -> None:
         """Use ``parent``'s module, names, analyzer, string constants, float flags and pointer facts."""
@@ -109,17 +111,21 @@ class ExprEmitter:
     def llvm_type(self, t: DataType) -> ir.Type:
         return llvm_type(t)
 
-    def intrinsic(self, name: str, types: Sequence[ir.Type]) -> ir.Function:
-        """The overloaded LLVM intrinsic ``name`` on ``types[0]`` (scalar or vector), e.g. ``llvm.exp.v8f32``.
+    def intrinsic(self, name: str, types: Sequence[ir.Type], ret: ir.Type | None = None) -> ir.Function:
+        """The overloaded LLVM intrinsic ``name`` on operands of ``types``, e.g. ``llvm.exp.v8f32``.
 
-        llvmlite's ``declare_intrinsic`` cannot mangle vector types, so the name and
-        signature are built here: every operand and the result have the overload type.
+        The overload suffix comes from ``types[0]`` (scalar or vector); the result
+        type is ``ret``, by default the first operand's.  llvmlite's
+        ``declare_intrinsic`` cannot mangle vector types, hence this.
         """
-        t = types[0]
-        full = f"{name}.{_mangle(t)}"
+        full = f"{name}.{_mangle(types[0])}"
+        fnty = ir.FunctionType(ret if ret is not None else types[0], list(types))
         found = self.module.globals.get(full)
         if found is None:
-            found = ir.Function(self.module, ir.FunctionType(t, [t] * _ARITY.get(name, 1)), name=full)
+            return ir.Function(self.module, fnty, name=full)
+        if not isinstance(found, ir.Function) or found.function_type != fnty:
+            raise LoomError(f"{self.fname}: LLVM intrinsic {full} is used with two signatures "
+                            f"({found.type} and {fnty})")
         return found
 
     def extern(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
@@ -161,10 +167,18 @@ class ExprEmitter:
         """``fn`` on each lane of a vector (or on a scalar); the lanes of the results make the vector."""
         if not isinstance(x.type, ir.VectorType):
             return fn(x)
+        return self.lanes(x.type.count, [x], fn)
+
+    def lanes(self, count: int, operands: Sequence[ir.Value], fn: Callable[..., ir.Value]) -> ir.Value:
+        """The vector of ``fn`` on lane k of each operand, k < ``count`` (a scalar operand is every lane's)."""
         b = self.builder
-        lanes = [fn(b.extract_element(x, ir.Constant(ir.IntType(32), k))) for k in range(x.type.count)]
-        out: ir.Value = ir.Constant(ir.VectorType(lanes[0].type, len(lanes)), ir.Undefined)
-        for k, v in enumerate(lanes):
+
+        def lane(v: ir.Value, k: int) -> ir.Value:
+            return b.extract_element(v, ir.Constant(ir.IntType(32), k)) if isinstance(v.type, ir.VectorType) else v
+
+        results = [fn(*(lane(v, k) for v in operands)) for k in range(count)]
+        out: ir.Value = ir.Constant(ir.VectorType(results[0].type, count), ir.Undefined)
+        for k, v in enumerate(results):
             out = b.insert_element(out, v, ir.Constant(ir.IntType(32), k))
         return out
 
@@ -198,15 +212,19 @@ class ExprEmitter:
 
     # -- dispatch ------------------------------------------------------------
     def expr(self, e: E.PrimExpr) -> ir.Value:
+        value = self.expr_unrounded(e)
+        if e.dtype.code == "bfloat" and isinstance(e, (E.BinaryOp, E.Cast, E.Call)):
+            value = bfloat16.round_to_bfloat16(self.builder, value)  # each operation rounds, as numpy's
+        return value
+
+    def expr_unrounded(self, e: E.PrimExpr) -> ir.Value:
+        """The value of ``e`` with a bfloat16 result not yet rounded (operands are)."""
         rule = getattr(self, f"_e_{type(e).__name__}", None)
         if rule is None:
             if not isinstance(e, E.BinaryOp):
                 raise LoomError(f"{self.fname}: the llvm backend cannot compile {type(e).__name__} expressions ({e})")
             rule = self._binary
-        value = rule(e)
-        if e.dtype.code == "bfloat" and isinstance(e, (E.BinaryOp, E.Cast, E.Call)):
-            value = bfloat16.round_to_bfloat16(self.builder, value)  # each operation rounds, as numpy's
-        return value
+        return rule(e)
 
     def _e_Var(self, e: E.Var) -> ir.Value:
         found = self.values.get(id(e))
@@ -255,6 +273,8 @@ class ExprEmitter:
             del self.values[id(e.var)]
 
     def _e_Call(self, e: E.Call) -> ir.Value:
+        if isinstance(e.op, GlobalVar):
+            return self.calls.emit(self, e)
         return emit_call(self, e)
 
     def _e_BufferLoad(self, e: E.BufferLoad) -> ir.Value:

@@ -5,10 +5,13 @@ it); ``parallel`` loops inside one run serially, as do loops of the other kinds:
 ``vectorized`` loops that the pipeline did not turn into vector code are plain
 loops for LLVM's vectorizer, ``unrolled`` loops are left to LLVM's unroller, and
 ``thread_binding`` loops and ``thread_extent`` regions run their threads one
-after another.
+after another.  Calls of other functions and device allocations are
+:mod:`.calls`'s.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 from llvmlite import ir
 
@@ -17,6 +20,7 @@ from loom.ir import expr as E
 from loom.ir import stmt as S
 from loom.ir.dtype import DataType
 
+from .calls import is_device_allocation
 from .codegen_expr import I64, PTR, ExprEmitter, llvm_type
 
 __all__ = ["StmtEmitter", "STACK_LIMIT_BYTES"]
@@ -40,8 +44,10 @@ class StmtEmitter(ExprEmitter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._heap: list[ir.Value] = []  # live heap allocations, freed on every exit
+        #: Emitters of the frees of live allocations (heap, device), run on every error return.
+        self.cleanups: list[Callable[[], None]] = []
         self.pointer_facts: dict[int, tuple[bool, int]] = {}
+        self._local_error: ir.Value | None = None
 
     def stmt(self, s: S.Stmt) -> None:
         rule = getattr(self, f"_s_{type(s).__name__}", None)
@@ -95,10 +101,22 @@ class StmtEmitter(ExprEmitter):
         self.builder.store(message, self.error_ptr)
 
     def return_code(self, code: int) -> None:
-        """Free the live heap allocations and return ``code``."""
-        for p in reversed(self._heap):
-            self.builder.call(self.extern("free", ir.VoidType(), [PTR]), [p])
+        """Free the live allocations and return ``code``."""
+        for release in reversed(self.cleanups):
+            release()
         self.builder.ret(ir.Constant(ir.IntType(32), code))
+
+    def local_error_slot(self) -> ir.Value:
+        """An ``i8*`` on this function's stack: where messages go that may be dropped or copied on."""
+        if self._local_error is None:
+            with self.builder.goto_block(self.entry_block):
+                self.builder.position_at_start(self.entry_block)
+                self._local_error = self.builder.alloca(PTR, name="local.error")
+        return self._local_error
+
+    def callee_error_slot(self) -> ir.Value:
+        """Where a called function writes its message: the caller's own ``error`` (regions override)."""
+        return self.error_ptr
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         b = self.builder
@@ -161,6 +179,9 @@ class StmtEmitter(ExprEmitter):
 
     def _s_Allocate(self, s: S.Allocate) -> None:
         b = self.builder
+        if is_device_allocation(s):
+            self.calls.allocate_device(self, s)
+            return
         elem = llvm_type(s.dtype.element_of(), memory=True)
         elem_bytes = max(1, s.dtype.bits // 8) * s.dtype.lanes
         const = all(isinstance(x, E.IntImm) for x in s.extents)
@@ -173,7 +194,7 @@ class StmtEmitter(ExprEmitter):
                 b.position_at_start(self.entry_block)
                 ptr = b.alloca(elem, size=ir.Constant(I64, max(1, count * s.dtype.lanes)), name=s.buffer_var.name)
                 ptr.align = _HEAP_ALIGNMENT
-            self._bind_allocation(s, ptr)
+            self.bind_allocation(s, ptr)
             return
         size = ir.Constant(I64, elem_bytes)
         for x in s.extents:
@@ -182,12 +203,14 @@ class StmtEmitter(ExprEmitter):
         size = b.and_(b.add(size, ir.Constant(I64, _HEAP_ALIGNMENT)), ir.Constant(I64, -_HEAP_ALIGNMENT))
         alloc = self.extern("aligned_alloc", PTR, [I64, I64])
         ptr = b.call(alloc, [ir.Constant(I64, _HEAP_ALIGNMENT), size], name=s.buffer_var.name)
-        self._heap.append(ptr)
-        self._bind_allocation(s, ptr)
-        self._heap.pop()
-        b.call(self.extern("free", ir.VoidType(), [PTR]), [ptr])
+        free = self.extern("free", ir.VoidType(), [PTR])
+        self.cleanups.append(lambda: self.builder.call(free, [ptr]))
+        self.bind_allocation(s, ptr)
+        self.cleanups.pop()
+        self.builder.call(free, [ptr])
 
-    def _bind_allocation(self, s: S.Allocate, ptr: ir.Value) -> None:
+    def bind_allocation(self, s: S.Allocate, ptr: ir.Value) -> None:
+        """Emit the body of allocation ``s`` with its buffer at ``ptr``."""
         # Fresh memory aliases nothing else the function can name.
         key = id(s.buffer_var)
         self.values[key], self.pointer_facts[key] = ptr, (True, _HEAP_ALIGNMENT)

@@ -1,10 +1,20 @@
-"""Lowering of ``tir.*`` intrinsic calls to LLVM IR, one rule per op.
+"""Emission of intrinsic calls to LLVM IR: the generic forms, and the ops that are not math choices.
 
-A rule receives the expression emitter and the ``Call`` node and returns the
-LLVM value.  Math functions with an LLVM intrinsic use it (vector forms
-included, so vectorized loops stay vectorized); ``tanh`` and ``erf`` have no
-exact intrinsic and call libm lane by lane.  ``round`` is round-half-to-even,
-as numpy's ``round`` (the interpreter's semantics), hence ``llvm.roundeven``.
+The target-level choice of how a math op is computed (``tir.exp`` -> ``llvm.exp``,
+``tir.tanh`` -> libm's ``tanhf``...) lives in :mod:`.intrinsic_rules` as IR
+rewrites, which LowerIntrin applies before code generation.  What reaches this
+module is then:
+
+* ``tir.call_llvm_pure_intrin(name, *operands)``: a call of the LLVM intrinsic
+  ``name`` overloaded on the first operand's type (``llvm.exp.v8f32``), returning
+  the call's type;
+* ``tir.call_extern``/``tir.call_pure_extern(name, *operands)``: a C function;
+  vector operands are called lane by lane;
+* ops that are about bits and control, not math libraries: ``abs``,
+  ``popcount``, ``isnan``, ``likely``, ``reinterpret``, ``if_then_else``,
+  ``tvm_storage_sync``;
+* anything else: the target's rule applied here (the module was not lowered by
+  LowerIntrin), then emitted as above.
 """
 
 from __future__ import annotations
@@ -13,76 +23,29 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from llvmlite import ir
 
-from loom.errors import LoomError, LoomTypeError
+from loom.errors import LoomError
 from loom.ir import expr as E
 
 if TYPE_CHECKING:
     from .codegen_expr import ExprEmitter
 
-__all__ = ["INTRINSIC_RULES", "emit_call"]
+__all__ = ["INTRINSIC_EMITTERS", "emit_call"]
 
-Rule = Callable[["ExprEmitter", E.Call], ir.Value]
-
-# LLVM intrinsics taking and returning the argument's (float) type.
-_LLVM_UNARY = {
-    "tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log", "tir.log2": "llvm.log2",
-    "tir.log10": "llvm.log10", "tir.sqrt": "llvm.sqrt", "tir.sin": "llvm.sin", "tir.cos": "llvm.cos",
-    "tir.floor": "llvm.floor", "tir.ceil": "llvm.ceil", "tir.round": "llvm.roundeven",
-    "tir.trunc": "llvm.trunc", "tir.fabs": "llvm.fabs",
-}
-# Functions without an exact LLVM intrinsic: libm, by element width.
-_LIBM = {"tir.tanh": {32: "tanhf", 64: "tanh"}, "tir.erf": {32: "erff", 64: "erf"}}
+Emitter = Callable[["ExprEmitter", E.Call], ir.Value]
 
 
-def _float_arg(em: ExprEmitter, call: E.Call) -> ir.Value:
-    (x,) = call.args
-    if not x.dtype.is_float:
-        raise LoomTypeError(f"{call.op.name} needs a float argument, got {x.dtype} in {call}")
-    return em.expr(x)
+def _name_and_operands(call: E.Call) -> tuple[str, list[Any]]:
+    if not call.args or not isinstance(call.args[0], E.StringImm):
+        raise LoomError(f"{call.op.name} needs the function name (a StringImm) as its first argument, got {call}")
+    return call.args[0].value, list(call.args[1:])
 
 
-def _unary(name: str) -> Rule:
-    def rule(em: ExprEmitter, call: E.Call) -> ir.Value:
-        x = _float_arg(em, call)
-        return em.builder.call(em.intrinsic(name, [x.type]), [x])
-    return rule
-
-
-def _libm(table: dict[int, str]) -> Rule:
-    def rule(em: ExprEmitter, call: E.Call) -> ir.Value:
-        x = _float_arg(em, call)
-        t = call.args[0].dtype
-        bits = 32 if t.bits < 32 else t.bits  # half computes in float and rounds back
-        ft = ir.FloatType() if bits == 32 else ir.DoubleType()
-        fn = em.extern(table[bits], ft, [ft])
-
-        def one(v: ir.Value) -> ir.Value:
-            wide = em.builder.fpext(v, ft) if t.bits < bits else v
-            r = em.builder.call(fn, [wide])
-            return em.builder.fptrunc(r, v.type) if t.bits < bits else r
-        return em.per_lane(x, one)
-    return rule
-
-
-def _sigmoid(em: ExprEmitter, call: E.Call) -> ir.Value:
-    x = _float_arg(em, call)
-    b = em.builder
-    e = b.call(em.intrinsic("llvm.exp", [x.type]), [b.fneg(x)])
-    one = em.splat_const(call.dtype, 1.0)
-    return b.fdiv(one, b.fadd(one, e))
-
-
-def _rsqrt(em: ExprEmitter, call: E.Call) -> ir.Value:
-    x = _float_arg(em, call)
-    return em.builder.fdiv(em.splat_const(call.dtype, 1.0), em.builder.call(em.intrinsic("llvm.sqrt", [x.type]), [x]))
-
-
-def _power(em: ExprEmitter, call: E.Call) -> ir.Value:
-    x, y = em.expr(call.args[0]), em.expr(call.args[1])
-    if not call.dtype.is_float:
-        raise LoomTypeError(f"tir.power needs float arguments, got {call.dtype} in {call}")
-    y = em.convert(y, call.args[1].dtype, call.dtype)
-    return em.builder.call(em.intrinsic("llvm.pow", [x.type]), [x, y])
+def _llvm_intrinsic(em: ExprEmitter, call: E.Call) -> ir.Value:
+    name, operands = _name_and_operands(call)
+    if not operands:
+        raise LoomError(f"call_llvm_pure_intrin of {name} needs an operand to overload on ({call})")
+    args = [em.expr(a) for a in operands]
+    return em.builder.call(em.intrinsic(name, [a.type for a in args], em.llvm_type(call.dtype)), args)
 
 
 def _abs(em: ExprEmitter, call: E.Call) -> ir.Value:
@@ -146,11 +109,17 @@ def _if_then_else(em: ExprEmitter, call: E.Call) -> ir.Value:
 
 
 def _call_extern(em: ExprEmitter, call: E.Call) -> ir.Value:
-    if not call.args or not isinstance(call.args[0], E.StringImm):
-        raise LoomError(f"{call.op.name} needs the function name as its first argument, got {call}")
-    args = [em.expr(a) for a in call.args[1:]]
-    fn = em.extern(call.args[0].value, em.llvm_type(call.dtype), [a.type for a in args])
-    return em.builder.call(fn, args)
+    name, operands = _name_and_operands(call)
+    args = [em.expr(a) for a in operands]
+    lanes = call.dtype.lanes
+    if lanes == 1 and all(a.dtype.lanes == 1 for a in operands):
+        fn = em.extern(name, em.llvm_type(call.dtype), [a.type for a in args])
+        return em.builder.call(fn, args)
+    # A C function takes scalars: call it once per lane (scalar operands are passed to every lane).
+    elem = em.llvm_type(call.dtype.element_of())
+    scalar = [a.type.element if isinstance(a.type, ir.VectorType) else a.type for a in args]
+    fn = em.extern(name, elem, scalar)
+    return em.lanes(lanes, args, lambda *xs: em.builder.call(fn, list(xs)))
 
 
 def _storage_sync(em: ExprEmitter, call: E.Call) -> ir.Value:
@@ -158,22 +127,25 @@ def _storage_sync(em: ExprEmitter, call: E.Call) -> ir.Value:
     return ir.Constant(em.llvm_type(call.dtype), 0)
 
 
-INTRINSIC_RULES: dict[str, Rule] = {
-    **{op: _unary(name) for op, name in _LLVM_UNARY.items()},
-    **{op: _libm(table) for op, table in _LIBM.items()},
-    "tir.sigmoid": _sigmoid, "tir.rsqrt": _rsqrt, "tir.power": _power, "tir.abs": _abs,
-    "tir.popcount": _popcount, "tir.isnan": _isnan, "tir.likely": _likely, "tir.reinterpret": _reinterpret,
-    "tir.if_then_else": _if_then_else, "tir.call_extern": _call_extern, "tir.call_pure_extern": _call_extern,
-    "tir.tvm_storage_sync": _storage_sync,
+INTRINSIC_EMITTERS: dict[str, Emitter] = {
+    "tir.call_llvm_pure_intrin": _llvm_intrinsic,
+    "tir.call_extern": _call_extern, "tir.call_pure_extern": _call_extern,
+    "tir.abs": _abs, "tir.popcount": _popcount, "tir.isnan": _isnan, "tir.likely": _likely,
+    "tir.reinterpret": _reinterpret, "tir.if_then_else": _if_then_else, "tir.tvm_storage_sync": _storage_sync,
 }
 
 
 def emit_call(em: ExprEmitter, call: E.Call) -> Any:
-    """The LLVM value of an intrinsic ``Call``; a LoomError for ops without a rule."""
+    """The LLVM value of an intrinsic ``Call``; a LoomError for ops neither emitted nor lowered here."""
     name = getattr(call.op, "name", None)
-    rule = INTRINSIC_RULES.get(name) if isinstance(name, str) else None
-    if rule is None:
+    emit = INTRINSIC_EMITTERS.get(name) if isinstance(name, str) else None
+    if emit is not None:
+        return emit(em, call)
+    rule = em.intrinsic_rules.get(name) if isinstance(name, str) else None
+    lowered = rule(call) if rule is not None else None
+    if lowered is None:
         what = name if isinstance(name, str) else type(call.op).__name__
+        known = sorted({*INTRINSIC_EMITTERS, *em.intrinsic_rules})
         raise LoomError(f"the llvm backend cannot compile a call of {what} ({call}); "
-                        f"supported intrinsics: {', '.join(sorted(INTRINSIC_RULES))}")
-    return rule(em, call)
+                        f"supported intrinsics: {', '.join(known)}")
+    return em.expr_unrounded(lowered)

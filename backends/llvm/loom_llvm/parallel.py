@@ -113,6 +113,10 @@ class RegionEmitter(StmtEmitter):
         # Several threads may fail at once; an atomic store keeps that race benign.
         self.builder.store_atomic(message, self.error_ptr, "monotonic", align=8)
 
+    def callee_error_slot(self) -> ir.Value:
+        # A callee stores its message plainly: into this thread's own slot, copied on atomically.
+        return self.local_error_slot()
+
     def emit(self, fn: ir.Function, s: S.For) -> None:
         self.entry_block = fn.append_basic_block("entry")
         body = fn.append_basic_block("body")

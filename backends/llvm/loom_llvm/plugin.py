@@ -91,3 +91,13 @@ def loom_load_module(path: str, fmt: str) -> Any:
     from loom.runtime.native_library import LibraryModule
 
     return LibraryModule(path)
+
+
+@hookimpl
+def loom_intrinsic_rules(target: Any) -> Any:
+    """How each math op is computed on ``llvm`` targets: LLVM intrinsics (vector forms included) or libm."""
+    if target.kind.name != "llvm":
+        return None
+    from .intrinsic_rules import rules_for
+
+    return rules_for(target)

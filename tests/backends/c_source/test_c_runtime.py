@@ -159,10 +159,16 @@ def test_scalar_parameters_of_each_kind() -> None:
     np.testing.assert_array_equal(a, np.arange(6) * -0.5 - float(1 << 40))
 
 
-def test_cmodule_rejects_other_inputs() -> None:
+def test_the_backend_builds_a_cmodule_only_for_c() -> None:
+    from loom.backend import build_module
+    from loom_c import plugin
+    from loom_c.runtime import CBackend
+
+    assert plugin.loom_backend(target_kind="llvm") is None and isinstance(plugin.loom_backend(target_kind="c"), CBackend)
     A = loom.decl_buffer((1,), "int32", name="A")
-    f = PrimFunc([A.data], S.BufferStore(A, 1, [0]), buffer_map={A.data: A})
-    with pytest.raises(LoomTypeError, match="IRModule"):
-        CModule(f)
-    with pytest.raises(LoomValueError, match="target kind 'c'"):
-        CModule(IRModule({"f": f}), loom.target.Target("interp"))
+    f = PrimFunc([A.data], S.BufferStore(A, 1, [0]), buffer_map={A.data: A}, attrs={"global_symbol": "f"})
+    m = build_module(IRModule({"f": f}), loom.target.Target("c -flags=-O1"))
+    assert isinstance(m, CModule) and m.info.kind == "c" and m.get_source() == m.info.sources["c"]
+    a = np.zeros(1, "int32")
+    m(a)
+    assert a[0] == 1

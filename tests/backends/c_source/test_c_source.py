@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import loom
-from loom.codegen import CodegenError, CStyleRenderer, sanitize
+from loom.codegen import CodegenError, CStyleRenderer, Release, sanitize
 from loom.ir import expr as E
 from loom.ir import stmt as S
 from loom.ir.function import PrimFunc
 from loom_c.cc import CompileError, compile_source
-from loom_c.codegen import generate
+from loom.runtime import abi
+from loom_c.codegen import CRenderer, generate
 
 
 def saxpy(noalias: bool = True) -> PrimFunc:
@@ -113,19 +115,151 @@ class FakeGPU(CStyleRenderer):
     code_for_op = {**CStyleRenderer.code_for_op, "tir.exp": lambda r, n: f"__expf({r.expr(n.args[0])})"}
 
 
-def test_dialect_knobs_drive_the_renderer() -> None:
+def kernel() -> PrimFunc:
     A = loom.decl_buffer((32,), "float32", name="A")
+    n = loom.var("n")
     tx = E.IterVar(E.Range(loom.const(0), loom.const(32)), loom.var("tx"), "thread_index", "threadIdx.x")
     sync = S.Evaluate(E.Call("int32", loom.ir.Op.get("tir.tvm_storage_sync"), [E.StringImm("shared")]))
-    body = S.AttrStmt(tx, "thread_extent", 32, S.seq(S.BufferStore(A, loom.exp(A[tx.var]), [tx.var]), sync))
-    f = PrimFunc([A.data], body, buffer_map={A.data: A}, attrs={"tir.noalias": True})
-    text = "\n".join(FakeGPU().render_function("k", f))
-    assert text.startswith("__global__ int32_t k(const uint64_t *args, const char **error) {")
-    assert "float * __restrict__ A" in text
+    body = S.AttrStmt(tx, "thread_extent", 32, S.seq(S.BufferStore(A, loom.exp(A[tx.var]) * loom.cast(n, "float32"),
+                                                                   [tx.var]), sync))
+    return PrimFunc([A.data, n], body, buffer_map={A.data: A}, attrs={"tir.noalias": True})
+
+
+def test_dialect_knobs_drive_the_renderer() -> None:
+    """The base renders plain C functions of typed parameters: no calling convention to undo."""
+    text = "\n".join(FakeGPU().render_function("k", kernel()))
+    assert text.startswith("__global__ void k(float * __restrict__ A, int32_t n) {")
+    assert "args" not in text and "error" not in text and "return" not in text
     assert "const int32_t tx = (int32_t)(threadIdx.x);" in text
-    assert "A[tx] = __expf(A[tx]);" in text and "__syncthreads();" in text
-    plain = "\n".join(CStyleRenderer().render_function("k", f))
+    assert "A[tx] = (__expf(A[tx]) * ((float)n));" in text and "__syncthreads();" in text
+
+
+def test_the_c_dialect_lowers_math_through_its_rules() -> None:
+    """Math intrinsics LowerIntrin did not lower go through loom_c.intrinsic_rules (here expf), and the
+    CPU renders threads as loops."""
+    plain = "\n".join(CRenderer().render_function("k", kernel()))
+    assert plain.startswith("int32_t k(const uint64_t *args, const char **error) {")
     assert "for (int32_t tx = 0; tx < 32; ++tx) {" in plain and "expf(A[tx])" in plain and "sync" not in plain
+    with pytest.raises(CodegenError, match="cannot render intrinsic tir.exp"):
+        CStyleRenderer().render_function("k", kernel())  # the bare base has no rules
+
+
+class Refusing(CStyleRenderer):
+    """A device dialect keeps the base's refusals of asserts and heap or device memory."""
+
+
+@pytest.mark.parametrize("what", ["assert", "heap", "device"])
+def test_base_hooks_refuse_what_a_device_cannot_do(what: str) -> None:
+    A = loom.decl_buffer((4,), "float32", name="A")
+    store = S.BufferStore(A, loom.const(0.0, "float32"), [0])
+    if what == "assert":
+        body: S.Stmt = S.AssertStmt(loom.const(True, "bool"), "never", store)
+    else:
+        annotations = {abi.DEVICE_TYPE_ANNOTATION: 2} if what == "device" else {}
+        size = 4 if what == "device" else 1 << 20
+        body = S.Allocate(loom.var("T", "handle"), "float32", [size], loom.const(True, "bool"), store,
+                          annotations=annotations)
+    f = PrimFunc([A.data], body, buffer_map={A.data: A})
+    with pytest.raises(CodegenError, match={"assert": "assertion", "heap": "outside the stack",
+                                            "device": "device memory"}[what]):
+        Refusing().render_function("k", f)
+
+
+class Hooked(CStyleRenderer):
+    """Every function hook overridden: signature, prologue, epilogue, asserts, heap memory, calls."""
+
+    def function_signature(self, name: str, func: PrimFunc) -> str:
+        return f"int {self.symbol(name)}({', '.join(self.typed_parameters(func))})"
+
+    def function_prologue(self, name: str, func: PrimFunc) -> None:
+        self.emit("enter();")
+
+    def function_epilogue(self, name: str, func: PrimFunc) -> None:
+        self.emit("return 0;")
+
+    def assert_failure(self, message: str) -> str:
+        return f"{self.error_cleanup()}return fail({self.string_literal(message)});"
+
+    def allocate_heap(self, s, ctype: str, name: str) -> Release:
+        self.emit(f"{ctype} *{name} = my_alloc({self.byte_size(s, ctype)});")
+        return Release(f"my_free({name});", f"my_free_at_end({name});")
+
+    def call_global(self, call) -> str:
+        return f"launch_{super().call_global(call)}"
+
+
+def test_overridden_hooks_shape_the_function() -> None:
+    A = loom.decl_buffer((4,), "float32", name="A")
+    T = loom.var("T", "handle")
+    inner = S.AssertStmt(loom.const(False, "bool"), "bad", S.Evaluate(
+        E.Call("int32", loom.ir.GlobalVar("g"), [A.data, loom.const(3)])))
+    f = PrimFunc([A.data], S.Allocate(T, "float32", [1 << 20], loom.const(True, "bool"), inner),
+                 buffer_map={A.data: A})
+    assert lines("\n".join(Hooked().render_function("h", f))) == [
+        "int h(float *A) {",
+        "enter();",
+        "float *T = my_alloc((size_t)(1048576) * sizeof(float));",
+        'if (!(0)) { my_free(T); return fail("bad"); }',
+        "launch_g(A, 3);",
+        "my_free_at_end(T);",
+        "return 0;",
+        "}",
+    ]
+
+
+def threaded(two_stages: bool) -> tuple:
+    """Two stages binding the same block and thread axes (or one), as a GPU schedule without shared memory."""
+    n = 64
+    A = loom.placeholder((n,), name="A")
+    B = loom.compute((n,), lambda i: A[i] * 2.0, name="B")
+    C = loom.compute((n,), lambda i: B[i] + 1.0, name="C")
+    s = loom.create_schedule(C.op)
+    bx, tx = loom.thread_axis("blockIdx.x"), loom.thread_axis("threadIdx.x")
+    for T in (B, C) if two_stages else (C,):
+        outer, inner = s[T].split(T.op.axis[0], factor=16)
+        s[T].bind(outer, bx)
+        s[T].bind(inner, tx)
+    return s, [A, C]
+
+
+@pytest.mark.parametrize("two_stages", [False, True])
+def test_thread_bound_stages_run_as_serial_loops(two_stages: bool, tmp_path, monkeypatch) -> None:
+    """Each binding declares its thread variable where it is bound, also when two stages bind the same one."""
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path))
+    s, args = threaded(two_stages)
+    f = loom.build(s, args, target="c -flags=-O1")
+    a = np.arange(64, dtype="float32")
+    c = np.zeros(64, "float32")
+    f(a, c)
+    np.testing.assert_array_equal(c, a * 2.0 + 1.0)
+    loops = [x for x in lines(f.get_source()) if x.startswith("for (int32_t threadIdx_x = 0;")]
+    assert len(loops) == (2 if two_stages else 1)
+
+
+def test_thread_bindings_inside_a_cache_stage(tmp_path, monkeypatch) -> None:
+    """A local cache stage attached under bound threads, and a second stage binding the same threads."""
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path))
+    M, N, K = 16, 16, 8
+    A, B = loom.placeholder((M, K), name="A"), loom.placeholder((K, N), name="B")
+    k = loom.reduce_axis((0, K), name="k")
+    C = loom.compute((M, N), lambda i, j: loom.sum(A[i, k] * B[k, j], axis=k), name="C")
+    D = loom.compute((M, N), lambda i, j: C[i, j] * 2.0, name="D")
+    s = loom.create_schedule(D.op)
+    CL = s.cache_write(C, "local")
+    axes = [loom.thread_axis(t) for t in ("blockIdx.y", "blockIdx.x", "threadIdx.y", "threadIdx.x")]
+    for T in (C, D):
+        io, ii = s[T].split(s[T].op.axis[0], factor=4)
+        jo, ji = s[T].split(s[T].op.axis[1], factor=4)
+        s[T].reorder(io, jo, ii, ji)
+        for ax, t in zip((io, jo, ii, ji), axes):
+            s[T].bind(ax, t)
+    s[CL].compute_at(s[C], s[C].leaf_iter_vars[3])
+    f = loom.build(s, [A, B, D], target="c -flags=-O1")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((M, K)).astype("float32"), rng.standard_normal((K, N)).astype("float32")
+    d = np.zeros((M, N), "float32")
+    f(a, b, d)
+    np.testing.assert_allclose(d, 2 * a @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_lowered_module_renders_every_function() -> None:
@@ -145,7 +279,7 @@ def test_symbol_clashes_are_reported() -> None:
         generate(loom.ir.IRModule({"a.b": f, "a-b": f}))
 
 
-@pytest.mark.parametrize("name", ["loom_c.cc", "loom_c.codegen", "loom_c.runtime"])
+@pytest.mark.parametrize("name", ["loom_c.cc", "loom_c.codegen", "loom_c.intrinsic_rules", "loom_c.runtime"])
 def test_docstring_examples(name: str, tmp_path, monkeypatch) -> None:
     import doctest
     import importlib

@@ -139,16 +139,24 @@ def test_get_source_formats(vadd):
         vadd.get_source("ptx")
 
 
-def test_plugin_codegen_answers_only_for_llvm():
-    mod = IRModule({"guarded": _guarded()})
-    assert plugin.loom_codegen(mod=mod, target=loom.target.Target("interp")) is None
-    built = plugin.loom_codegen(mod=mod, target=loom.target.Target("llvm"))
+def test_plugin_backend_answers_only_for_llvm():
+    from loom.backend import build_module
+    from loom_llvm.runtime import LLVMBackend
+
+    assert plugin.loom_backend(target_kind="interp") is None
+    assert isinstance(plugin.loom_backend(target_kind="llvm"), LLVMBackend)
+    built = build_module(IRModule({"guarded": _guarded()}), loom.target.Target("llvm"))
     assert isinstance(built, LLVMModule) and built.entry_name == "guarded"
+    assert built.info.kind == "llvm" and built.get_source("ll-raw") == built.info.sources["ll"]
 
 
-def test_rejects_non_irmodule():
-    with pytest.raises(loom.LoomError, match="IRModule"):
-        LLVMModule(_guarded())
+def test_a_corrupt_artifact_is_a_clear_error():
+    from loom.backend import ModuleInfo
+    from loom_llvm.runtime import LLVMBackend
+
+    info = ModuleInfo("llvm", str(loom.target.Target("llvm")), "guarded", {"guarded": _guarded()})
+    with pytest.raises(loom.errors.SerializationError, match="not a Loom sections artifact"):
+        LLVMBackend().load(b"\x7fELF garbage", info)
 
 
 def test_call_of_an_undefined_function_is_an_error_not_a_crash():

@@ -1,0 +1,273 @@
+"""Statements of the C-style renderer, and the hooks where dialects differ on them.
+
+:class:`StatementRenderer` is a base of :class:`~loom.codegen.CStyleRenderer`.
+Statements are rendered the same way in every dialect; what a dialect decides
+is behind overridable hooks:
+
+* :meth:`~StatementRenderer.assert_failure`: what a failed ``AssertStmt`` does
+  (the CPU ABI stores a message and returns -1; the base refuses asserts);
+* :meth:`~StatementRenderer.allocate_heap` and
+  :meth:`~StatementRenderer.allocate_device`: allocations that do not fit on the
+  stack, and allocations annotated with a device type
+  (:data:`loom.runtime.abi.DEVICE_TYPE_ANNOTATION`); each returns a
+  :class:`Release`, the statements that free the memory on an error return and
+  at the end of its scope.  The base refuses both (a device dialect cannot
+  allocate on the heap);
+* :meth:`~StatementRenderer.render_thread_extent`: a thread binding, which the
+  dialect's :attr:`thread_idx` maps to an index expression, or a serial loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.function import GlobalVar
+from ..runtime.abi import DEVICE_TYPE_ANNOTATION
+from .cstyle_ops import CodegenError, is_simple
+
+__all__ = ["StatementRenderer", "Release", "may_exit", "constant_count", "fits_stack", "is_device_allocation"]
+
+
+@attrs.frozen
+class Release:
+    """How an allocation's memory goes back: ``on_error`` runs before every error return inside its
+    scope (innermost allocation first), ``at_end`` where the scope ends.
+
+    >>> Release("free(p);", "free(p);").on_error
+    'free(p);'
+    """
+
+    on_error: str
+    at_end: str
+
+
+class StatementRenderer:
+    """The ``stmt_*`` methods and their hooks (a base of :class:`~loom.codegen.CStyleRenderer`, which
+    provides the expression rendering and emission helpers they use)."""
+
+    stack_limit: int
+    openmp: bool
+    parallel_pragma: str
+    thread_idx: dict[str, str]
+    _lines: list[str]
+    _depth: int
+    _declared: set[int]
+    _bound: set[int]
+    _elem: dict[int, Any]
+    _releases: list[Release]
+    _parallel: int
+
+    # -- hooks ----------------------------------------------------------------
+
+    def assert_failure(self, message: str) -> str:
+        """The C statements run when an assertion fails with ``message`` (inside ``if (!cond) { ... }``)."""
+        raise CodegenError(f"{type(self).__name__} cannot render a failing assertion ({message!r}); "
+                           "the dialect must override assert_failure")
+
+    def allocate_heap(self, s: S.Allocate, ctype: str, name: str) -> Release:
+        """Emit the declaration of ``ctype *name`` pointing at fresh memory for ``s``; how to free it."""
+        raise CodegenError(f"{type(self).__name__} cannot allocate {s.buffer_var.name} ({s.dtype} x "
+                           f"{', '.join(map(str, s.extents))}) outside the stack")
+
+    def allocate_device(self, s: S.Allocate, ctype: str, name: str) -> Release:
+        """Like :meth:`allocate_heap`, for memory of the device ``s``'s annotations name."""
+        raise CodegenError(f"{type(self).__name__} cannot allocate device memory ({s.buffer_var.name})")
+
+    def error_cleanup(self) -> str:
+        """The ``on_error`` statements of every live allocation, innermost first (with a trailing space)."""
+        frees = " ".join(r.on_error for r in reversed(self._releases))
+        return frees + " " if frees else ""
+
+    def byte_size(self, s: S.Allocate, ctype: str) -> str:
+        """The C expression of ``s``'s size in bytes (a ``size_t``)."""
+        return " * ".join([f"(size_t)({self.expr(x)})" for x in s.extents] + [f"sizeof({ctype})"])
+
+    # -- statements -------------------------------------------------------------
+
+    def stmt(self, s: S.Stmt) -> None:
+        """Emit the C lines of ``s``."""
+        method = getattr(self, f"stmt_{type(s).__name__}", None)
+        if method is None:
+            raise CodegenError(f"{type(self).__name__} cannot render {type(s).__name__} statements")
+        method(s)
+
+    def stmt_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def stmt_Evaluate(self, s: S.Evaluate) -> None:
+        if not isinstance(s.value, (E.IntImm, E.FloatImm)):
+            text = self.expr(s.value)
+            if text and text != "0":
+                self.emit(f"{text};" if isinstance(s.value, E.Call) else f"(void)({text});")
+
+    def scoped(self, var: E.Var, render: Callable[[], None]) -> None:
+        """Run ``render``, which declares ``var``, in a C block of its own when ``var``
+        was declared before (bodies copied by unrolling or partitioning)."""
+        again = id(var) in self._declared
+        self._declared.add(id(var))
+        if again:
+            self.emit("{")
+            self._depth += 1
+        render()
+        if again:
+            self._depth -= 1
+            self.emit("}")
+
+    def stmt_LetStmt(self, s: S.LetStmt) -> None:
+        self.scoped(s.var, lambda: self._let(s))
+
+    def _let(self, s: S.LetStmt) -> None:
+        if s.var.dtype.is_handle:
+            self._elem.setdefault(id(s.var), None)
+        const = "" if s.var.dtype.is_handle else "const "
+        self.emit(f"{const}{self.type_name(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
+        self.stmt(s.body)
+
+    def stmt_AttrStmt(self, s: S.AttrStmt) -> None:
+        # A binding of a thread variable already bound around it is the same index (as on the interpreter).
+        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar) \
+                and id(s.node.var) not in self._bound:
+            self._bound.add(id(s.node.var))
+            try:
+                self.render_thread_extent(s)
+            finally:
+                self._bound.discard(id(s.node.var))
+        else:
+            self.stmt(s.body)
+
+    def render_thread_extent(self, s: S.AttrStmt) -> None:
+        """A thread binding: the dialect's index expression, or a serial loop over the extent.
+
+        Either way the variable is declared where it is bound, so sibling regions
+        binding the same thread (two stages on ``threadIdx.x``) each declare it.
+        """
+        iv = s.node
+        index = self.thread_idx.get(iv.thread_tag)
+        ct, v = self.type_name(iv.var.dtype), self.name(iv.var)
+        if index is not None:
+            def render() -> None:
+                self.emit(f"const {ct} {v} = ({ct})({index});")
+                self.stmt(s.body)
+
+            self.scoped(iv.var, render)
+        else:
+            self.block(f"for ({ct} {v} = 0; {v} < {self.expr(s.value)}; ++{v})", s.body)
+
+    def stmt_AssertStmt(self, s: S.AssertStmt) -> None:
+        message = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
+        self.emit(f"if (!({self.expr(s.condition)})) {{ {self.assert_failure(message)} }}")
+        self.stmt(s.body)
+
+    def stmt_IfThenElse(self, s: S.IfThenElse) -> None:
+        if s.else_case is None:
+            self.block(f"if ({self.expr(s.condition)})", s.then_case)
+        else:
+            self.block(f"if ({self.expr(s.condition)})", s.then_case, tail="} else {")
+            self._depth += 1
+            self.stmt(s.else_case)
+            self._depth -= 1
+            self.emit("}")
+
+    def stmt_While(self, s: S.While) -> None:
+        self.block(f"while ({self.expr(s.condition)})", s.body)
+
+    def stmt_For(self, s: S.For) -> None:
+        v, ct = self.name(s.loop_var), self.type_name(s.loop_var.dtype)
+        self._declared.add(id(s.loop_var))
+        lo, extent = self.expr(s.min), self.expr(s.extent)
+        if not is_simple(lo):  # bounds are evaluated once, before the loop
+            lo = self.bind(f"{v}_begin", ct, lo)
+        hi = extent if lo == "0" else f"{lo} + {extent}"
+        if not is_simple(extent):
+            hi = self.bind(f"{v}_end", ct, hi)
+        parallel = s.kind == S.ForKind.PARALLEL and self.openmp and self._parallel == 0
+        if parallel and may_exit(s.body, self.stack_limit):
+            self.emit("/* serial: the body may return an error, which OpenMP loops cannot */")
+            parallel = False
+        if parallel:
+            self.emit(self.parallel_pragma)
+        elif s.kind == S.ForKind.UNROLLED:
+            self.emit(f"#pragma GCC unroll {min(s.extent.value, 65534)}" if isinstance(s.extent, E.IntImm)
+                      else "#pragma GCC unroll 8")
+        self._parallel += parallel
+        self.block(f"for ({ct} {v} = {lo}; {v} < {hi}; ++{v})", s.body)
+        self._parallel -= parallel
+
+    def stmt_BufferStore(self, s: S.BufferStore) -> None:
+        buf, t = s.buffer, s.value.dtype
+        ptr = self.pointer(buf)
+        if t.lanes == 1 or t == buf.dtype:
+            self.emit(f"{ptr}[{self._flat(buf, [self.expr(i) for i in s.indices])}] = {self.expr(s.value)};")
+            return
+        value, v = self.expr(s.value), self.tmp()
+        start = self._contiguous(buf, s.indices)
+        if start is not None:
+            size = self._vector_bytes(t, v)
+            self.emit(f"{{ {self.type_name(t)} {v} = {value}; memcpy(&{ptr}[{start}], &{v}, {size}); }}")
+            return
+        decls, refs = self._bind(list(s.indices), [self.expr(i) for i in s.indices], vector=True)
+        self.emit(f"{{ {self.type_name(t)} {v} = {value}; {' '.join(decls)} for (int _l = 0; _l < {t.lanes}; ++_l) "
+                  f"{ptr}[{self._flat(buf, refs)}] = {v}[_l]; }}")
+
+    def stmt_Allocate(self, s: S.Allocate) -> None:
+        self.scoped(s.buffer_var, lambda: self._allocate(s))
+
+    def _allocate(self, s: S.Allocate) -> None:
+        ct, v = self.type_name(s.dtype), self.name(s.buffer_var)
+        self._elem[id(s.buffer_var)] = s.dtype
+        if is_device_allocation(s):  # host code never touches it: no stack fallback
+            release = self.allocate_device(s, ct, v)
+        elif fits_stack(s, self.stack_limit):
+            align = s.annotations.get("alignment", 64)
+            self.emit(f"{ct} {v}[{constant_count(s)}] __attribute__((aligned({align})));")
+            self.stmt(s.body)
+            return
+        else:
+            release = self.allocate_heap(s, ct, v)
+        self._releases.append(release)
+        self.stmt(s.body)
+        self._releases.pop()
+        self.emit(release.at_end)
+
+
+def is_device_allocation(s: S.Allocate) -> bool:
+    """Whether ``s`` holds device memory (annotated with a device type)."""
+    return s.annotations.get(DEVICE_TYPE_ANNOTATION) is not None
+
+
+def may_exit(body: S.Stmt, stack_limit: int) -> bool:
+    """Whether ``body`` holds something that may return from the function: an assert, an allocation
+    off the stack, a call of another function."""
+    from ..ir.functor import post_order_visit
+
+    found = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, S.AssertStmt) or isinstance(n, E.Call) and isinstance(n.op, GlobalVar) \
+                or isinstance(n, S.Allocate) and (is_device_allocation(n) or not fits_stack(n, stack_limit)):
+            found.append(n)
+
+    post_order_visit(body, visit)
+    return bool(found)
+
+
+def constant_count(s: S.Allocate) -> int | None:
+    """The element count of a constant-size allocation, else None."""
+    count = 1
+    for x in s.extents:
+        if not isinstance(x, E.IntImm):
+            return None
+        count *= x.value
+    return count
+
+
+def fits_stack(s: S.Allocate, stack_limit: int) -> bool:
+    """Whether ``s`` has a constant size of at most ``stack_limit`` bytes (and is not empty)."""
+    count = constant_count(s)
+    return count is not None and 0 < count * s.dtype.bytes <= stack_limit
+
