@@ -21,8 +21,11 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# The unit tests, then the backend conformance suite shipped in the package, for every shipped kind
+# (the suite's pytest plugin is registered through the pytest11 entry point).
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest $(PYTEST_ARGS) --pyargs loom.testing.conformance --loom-kind=interp,llvm,c,ext_dev
 
 # One process, stop at the first failure: handy while developing.
 test-fast: $(STAMP)

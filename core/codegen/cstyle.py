@@ -300,9 +300,22 @@ class CStyleRenderer(StatementRenderer):
         t = n.dtype
         if t.is_float and sym == "%":
             return self.elementwise(t, [n.a, n.b], lambda a, b: f"{self.math_name('fmod', t)}({a}, {b})")
+        if sym in "/%" and t.is_int and t.bits >= 32:
+            return self.elementwise(t, [n.a, n.b], lambda a, b: self._signed_division(t, sym, a, b), dup=True)
         if t.lanes > 1 and not t.is_bool and (t.is_float or t.bits >= 32) and _pow2_lanes(t.lanes) == t.lanes:
             return f"({self.expr(n.a)} {sym} {self.expr(n.b)})"  # native vector arithmetic
         return self.elementwise(t, [n.a, n.b], lambda a, b: self.wrap(t, f"{a} {sym} {b}"))
+
+    def _signed_division(self, t: DataType, sym: str, a: str, b: str) -> str:
+        """C's ``/`` or ``%`` of ``int32``/``int64`` lanes, with ``INT_MIN / -1`` wrapping as in the IR.
+
+        C leaves that quotient undefined and x86 traps on it; narrower types are
+        computed in ``int`` and wrap when cast back, so they need no guard.
+        """
+        if sym == "%":
+            return f"({b} == -1 ? 0 : {a} % {b})"
+        unsigned = f"uint{t.bits}_t"
+        return f"({b} == -1 ? ({self.type_name(t.element_of())})(0u - ({unsigned}){a}) : {a} / {b})"
 
     def elementwise(self, t: DataType, operands: list[Any], fn: Callable[..., str], dup: bool = False) -> str:
         """``fn`` on scalar texts; vectors are rendered lane by lane.

@@ -185,10 +185,12 @@ PREAMBLE = r"""#include <math.h>
 
 static inline double loom_f64_of_bits(uint64_t w) { double d; memcpy(&d, &w, sizeof d); return d; }
 static inline int64_t loom_floordiv(int64_t a, int64_t b) {
+  if (b == -1) return (int64_t)(0u - (uint64_t)a);  /* INT64_MIN / -1 wraps (and would trap) */
   int64_t q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 static inline int64_t loom_floormod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

@@ -218,12 +218,18 @@ def _same_barrier(region: Region, blk: Block, waiting: list[Thread]) -> int:
 # race detection
 
 
-def track_read(thr: Thread, mem: Any, off: int, buf: Any) -> None:
-    """Record a load of element ``off`` of shared ``mem``; a RaceError when another thread wrote it this epoch."""
+def _cells(thr: Thread, mem: Any) -> dict[int, list[Any]]:
+    """This epoch's ``{offset: [writer, reader, another reader]}`` of shared ``mem`` in ``thr``'s block."""
     epoch = thr.block.epoch
     cells = epoch.get(mem)
     if cells is None:
         cells = epoch[mem] = {}
+    return cells
+
+
+def track_read(thr: Thread, mem: Any, off: int, buf: Any) -> None:
+    """Record a load of element ``off`` of shared ``mem``; a RaceError when another thread wrote it this epoch."""
+    cells = _cells(thr, mem)
     cell = cells.get(off)
     t = thr.tid
     if cell is None:
@@ -241,10 +247,7 @@ def track_read(thr: Thread, mem: Any, off: int, buf: Any) -> None:
 
 def track_write(thr: Thread, mem: Any, off: int, buf: Any) -> None:
     """Record a store to element ``off`` of shared ``mem``; a RaceError when another thread touched it this epoch."""
-    epoch = thr.block.epoch
-    cells = epoch.get(mem)
-    if cells is None:
-        cells = epoch[mem] = {}
+    cells = _cells(thr, mem)
     cell = cells.get(off)
     t = thr.tid
     if cell is None:

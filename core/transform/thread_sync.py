@@ -77,16 +77,40 @@ class _Summary:
     synced: bool = False
 
 
-def _conflict(prev: list[_Access], acc: _Access, loop_carry: bool) -> bool:
+def _conflict(prev: list[_Access], acc: _Access, loop_carry: bool, varying: set[int] | None = None) -> bool:
+    """Whether ``acc`` conflicts with an access in ``prev``.
+
+    The very same index expressions mean the same thread touching the same element,
+    no conflict; across a loop's iterations only when the indices use no variable
+    that changes from one iteration to the next (``varying``: None means any may).
+    """
     for x in prev:
         if x.var is not acc.var or not (x.write or acc.write):  # two reads never conflict
             continue
-        if not loop_carry and x.indices is not None and acc.indices is not None \
-                and len(x.indices) == len(acc.indices) \
+        if x.indices is not None and acc.indices is not None and len(x.indices) == len(acc.indices) \
                 and all(structural_equal(a, b) for a, b in zip(x.indices, acc.indices)):
-            continue
+            if not loop_carry:
+                continue
+            if varying is not None and not any(uses_vars(i, lambda v: id(v) in varying) for i in x.indices):
+                continue
         return True
     return False
+
+
+def _bound_inside(s: S.Stmt) -> set[int]:
+    """Ids of the variables bound inside ``s`` (loop and let variables): they may change every iteration."""
+    out: set[int] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, S.For):
+            out.add(id(n.loop_var))
+        elif isinstance(n, (S.LetStmt, E.Let)):
+            out.add(id(n.var))
+
+    from ..ir.functor import post_order_visit
+
+    post_order_visit(s, visit)
+    return out
 
 
 class _Accesses(Visitor):
@@ -127,11 +151,11 @@ class _Planner:
         return v.out
 
     # -- statements -------------------------------------------------------------
-    def plan(self, s: S.Stmt, loop: bool = False) -> tuple[S.Stmt, _Summary]:
+    def plan(self, s: S.Stmt, loop: bool = False, varying: set[int] | None = None) -> tuple[S.Stmt, _Summary]:
         items = list(s.seq) if isinstance(s, S.SeqStmt) else [s]
         planned = [self.stmt(x) for x in items]
         stmts, sums = [p[0] for p in planned], [p[1] for p in planned]
-        before = self._linear(sums, loop)
+        before = self._linear(sums, loop, varying)
         out: list[S.Stmt] = []
         for k, st in enumerate(stmts):
             if before[k]:
@@ -140,7 +164,7 @@ class _Planner:
         new = s if not any(before) and all(a is b for a, b in zip(stmts, items)) else S.seq(*out)
         return new, _summarize(sums, before)
 
-    def _linear(self, sums: list[_Summary], loop: bool) -> list[bool]:
+    def _linear(self, sums: list[_Summary], loop: bool, varying: set[int] | None = None) -> list[bool]:
         before = [False] * len(sums)
         reads: list[_Access] = []
         writes: list[_Access] = []
@@ -157,7 +181,7 @@ class _Planner:
             for k, sm in enumerate(sums):  # the next iteration's start against this one's end
                 if before[k]:
                     break
-                if any(_conflict(writes if not a.write else reads, a, True) for a in sm.head):
+                if any(_conflict(writes if not a.write else reads, a, True, varying) for a in sm.head):
                     before[k] = True
                     break
                 if sm.synced:
@@ -172,9 +196,18 @@ class _Planner:
                 and isinstance(s.value.args[0], E.StringImm) and s.value.args[0].value == self.scope:
             return s, _Summary(synced=True)
         if isinstance(s, (S.For, S.While)):
-            header = self._leaf(s.min, s.extent) if isinstance(s, S.For) else self._leaf(s.condition)
-            body, sm = self.plan(s.body, loop=True)
-            return s.with_(body=body), _prefix(header, sm, repeat=isinstance(s, S.While))
+            is_for = isinstance(s, S.For)
+            header = self._leaf(s.min, s.extent) if is_for else self._leaf(s.condition)
+            count = self.inserted
+            varying = {id(s.loop_var)} | _bound_inside(s.body) if is_for else None
+            body, sm = self.plan(s.body, loop=True, varying=varying)
+            bounds = (s.min, s.extent) if is_for else (s.condition,)
+            if self.inserted != count and any(uses_vars(b, self.thread_vars) for b in bounds):
+                what = f"for {s.loop_var.name} in range({s.min}, {s.min} + {s.extent})" if is_for \
+                    else f"while {s.condition}"
+                raise LoomError(f"ThreadSync: a {self.scope} barrier is needed inside `{what}`, whose trip count "
+                                "depends on a thread index, so not every thread would reach it as often")
+            return s.with_(body=body), _prefix(header, sm, repeat=not is_for)
         if isinstance(s, S.IfThenElse):
             return self._if(s)
         if isinstance(s, (S.LetStmt, S.AssertStmt, S.AttrStmt, S.Allocate)):

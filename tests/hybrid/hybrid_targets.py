@@ -6,7 +6,7 @@
 
 import pytest
 
-from e2e_kinds import buildable_kinds
+from loom.testing.conformance.harness import buildable_cpu_kinds as buildable_kinds
 
 
 @pytest.fixture(params=buildable_kinds())

@@ -7,9 +7,9 @@ import loom
 from loom.errors import LoomValueError
 from loom.ir import Allocate, AttrStmt, BufferStore, For, IfThenElse, PrimFunc, collect, seq
 from loom.testing import evaluate
+from loom.testing.random_programs import random_func
 from loom.transform import PassContext
 from loom.transform.double_buffer import InjectDoubleBuffer, inject_double_buffer
-from random_programs import random_func
 
 A = loom.decl_buffer((32,), "float32", name="A")
 C = loom.decl_buffer((32,), "float32", name="C")

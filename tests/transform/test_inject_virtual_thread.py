@@ -7,8 +7,8 @@ import loom
 from loom.errors import LoomValueError
 from loom.ir import Allocate, AttrStmt, BufferStore, For, IterVar, PrimFunc, collect, seq
 from loom.testing import evaluate
+from loom.testing.random_programs import random_func
 from loom.transform.inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
-from random_programs import random_func
 
 A = loom.decl_buffer((64,), "int32", name="A")
 B = loom.decl_buffer((64,), "int32", name="B")

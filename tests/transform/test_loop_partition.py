@@ -6,9 +6,9 @@ import pytest
 import loom
 from loom.ir import BufferStore, For, IfThenElse, PrimFunc, seq
 from loom.testing import evaluate
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.transform import PassContext
 from loom.transform.loop_partition import LoopPartition, loop_partition
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((13,), "int32", name="A")
 

@@ -8,9 +8,9 @@ from loom.ir import (
     Allocate, AssertStmt, AttrStmt, BufferStore, Evaluate, For, IfThenElse, LetStmt, PrimFunc, seq,
 )
 from loom.testing import evaluate
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.transform import PassContext
 from loom.transform.remove_no_op import RemoveNoOp, remove_no_op
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((8,), "int32", name="A")
 NOP = Evaluate(loom.const(0))

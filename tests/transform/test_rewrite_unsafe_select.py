@@ -6,8 +6,8 @@ import pytest
 import loom
 from loom.ir import BufferStore, For, PrimFunc
 from loom.testing import OutOfBoundsError, evaluate
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.transform.rewrite_unsafe_select import RewriteUnsafeSelect, rewrite_unsafe_select
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((8,), "int32", name="A")
 B = loom.decl_buffer((8,), "int32", name="B")

@@ -5,9 +5,9 @@ import pytest
 
 import loom
 from loom.testing import evaluate
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.ir import BufferStore, For, IfThenElse, PrimFunc
 from loom.transform.simplify import CanonicalSimplify, Simplify
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((16,), "int32", name="A")
 

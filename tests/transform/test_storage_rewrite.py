@@ -6,8 +6,8 @@ import pytest
 import loom
 from loom.ir import Allocate, AttrStmt, BufferStore, Evaluate, For, IterVar, PrimFunc, collect, seq
 from loom.testing import evaluate
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.transform.storage_rewrite import StorageRewrite, storage_rewrite
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((16,), "float32", name="A")
 Y = loom.decl_buffer((16,), "float32", name="Y")

@@ -7,9 +7,9 @@ import loom
 from loom.errors import LoomError, LoomValueError
 from loom.ir import Allocate, AttrStmt, BufferStore, Evaluate, For, IfThenElse, IterVar, PrimFunc, collect, seq
 from loom.testing import evaluate
+from loom.testing.random_programs import random_func
 from loom.transform import PassContext
 from loom.transform.thread_sync import ThreadSync, storage_sync, thread_sync
-from random_programs import random_func
 
 A = loom.decl_buffer((8,), "float32", name="A")
 Y = loom.decl_buffer((8,), "float32", name="Y")
@@ -134,3 +134,49 @@ def test_bad_scope_name():
 def test_host_programs_are_left_alone(seed):
     f, _ = random_func(seed)
     assert ThreadSync("shared")(f) is f and ThreadSync("global")(f) is f
+
+
+def _accumulate(index_uses_loop_var: bool):
+    """Each thread sums A[k, tx] over k into C[tx] (its own element), or into C[k] (shared by all)."""
+    A = loom.decl_buffer((4, 8), "float32", name="A")
+    C = loom.decl_buffer((8,), "float32", name="C")
+    tx = IterVar(None, loom.var("tx"), "thread_index", "threadIdx.x")
+    k = loom.var("k")
+    where = k if index_uses_loop_var else tx.var
+    body = AttrStmt(tx, "thread_extent", 8, For(k, 0, 4, "serial",
+                                                BufferStore(C, C[where] + A[k, tx.var], [where])))
+    return PrimFunc([A.data, C.data], body, buffer_map={A.data: A, C.data: C})
+
+
+def test_a_thread_accumulating_into_its_own_element_needs_no_barrier():
+    f = _accumulate(index_uses_loop_var=False)
+    with loom.build_config(detect_global_barrier=True):
+        assert ThreadSync("global")(f).body is f.body
+    A, C = np.ones((4, 8), "float32"), np.zeros(8, "float32")
+    with loom.target.Target("llvm"):  # serial threads: nothing to refuse
+        loom.build(f.with_attr("global_symbol", "acc"), target="llvm")(A, C)
+    assert C.tolist() == [4.0] * 8
+
+
+def test_elements_that_change_with_the_iteration_still_get_a_barrier():
+    with loom.build_config(detect_global_barrier=True):
+        synced = ThreadSync("global")(_accumulate(index_uses_loop_var=True))
+    assert _syncs(synced.body) == ["global"]
+
+
+def test_a_barrier_in_a_loop_whose_trip_count_depends_on_the_thread_is_an_error():
+    S_ = loom.decl_buffer((8,), "float32", name="S", scope="shared")
+    A = loom.decl_buffer((8,), "float32", name="A")
+    tx = IterVar(None, loom.var("tx"), "thread_index", "threadIdx.x")
+    k = loom.var("k")
+    loop = For(k, 0, tx.var, "serial", seq(BufferStore(S_, A[tx.var], [tx.var]),
+                                         BufferStore(A, S_[7 - tx.var], [tx.var])))
+    body = AttrStmt(tx, "thread_extent", 8, Allocate(S_.data, "float32", [8], True, loop, "shared"))
+    with pytest.raises(loom.LoomError, match=r"barrier is needed inside `for k in range\(0, 0 \+ tx\)`, whose trip "
+                                             r"count depends on a thread index"):
+        ThreadSync("shared")(PrimFunc([A.data], body, buffer_map={A.data: A}))
+
+
+def _syncs(stmt) -> list[str]:
+    return [c.args[0].value for c in collect(stmt, lambda n: isinstance(n, loom.ir.Call)
+                                              and getattr(n.op, "name", "") == "tir.tvm_storage_sync")]

@@ -4,9 +4,9 @@ import pytest
 
 import loom
 from loom.ir import BufferStore, For, ForKind, PrimFunc, seq
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.transform import PassContext
 from loom.transform.unroll import UnrollLoop, UnrollOptions, unroll_loop
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((64,), "int32", name="A")
 

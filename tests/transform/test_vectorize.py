@@ -4,9 +4,9 @@ import pytest
 
 import loom
 from loom.ir import BufferStore, Broadcast, For, ForKind, IfThenElse, LetStmt, PrimFunc, Ramp
+from loom.testing.random_programs import assert_same_result, random_func
 from loom.transform import PassContext
 from loom.transform.vectorize import SkipVectorize, VectorizeLoop, vectorize_loop
-from random_programs import assert_same_result, random_func
 
 A = loom.decl_buffer((4, 8), "int32", name="A")
 B = loom.decl_buffer((4, 8), "int32", name="B")

@@ -335,20 +335,24 @@ class ExprEmitter:
             return simple[cls](a, b)
         if t.is_uint:  # unsigned: truncating and floor division agree
             return bld.udiv(a, b) if cls in (E.Div, E.FloorDiv) else bld.urem(a, b)
-        if cls is E.Div:
-            return bld.sdiv(a, b)
+        # sdiv/srem of INT_MIN by -1 overflow (x86 traps): divide by 1 instead and select the
+        # wrapped negation, as the IR defines it.  LLVM folds this away for constant divisors.
+        zero = ir.Constant(a.type, None)
+        one = self.splat_const(t, 1)
+        minus_one = bld.icmp_signed("==", b, self.splat_const(t, -1))
+        safe = bld.select(minus_one, one, b)
+        r = bld.srem(a, safe)  # a % -1 == a % 1 == 0
         if cls is E.Mod:
-            return bld.srem(a, b)
+            return r
+        if cls is E.Div:
+            return bld.select(minus_one, bld.sub(zero, a), bld.sdiv(a, safe))
         # Floor rounding: adjust the truncated result when the remainder is non-zero
         # and its sign differs from the divisor's.
-        zero = ir.Constant(a.type, None)
-        r = bld.srem(a, b)
         fix = bld.and_(bld.icmp_signed("!=", r, zero),
                        bld.xor(bld.icmp_signed("<", r, zero), bld.icmp_signed("<", b, zero)))
         if cls is E.FloorDiv:
-            q = bld.sdiv(a, b)
-            return bld.select(fix, bld.sub(q, ir.Constant(a.type, 1) if not isinstance(a.type, ir.VectorType)
-                                           else self.splat_const(t, 1)), q)
+            q = bld.select(minus_one, bld.sub(zero, a), bld.sdiv(a, safe))
+            return bld.select(fix, bld.sub(q, one), q)
         if cls is E.FloorMod:
             return bld.select(fix, bld.add(r, b), r)
         raise LoomError(f"{self.fname}: unsupported integer operator {cls.__name__}")

@@ -1,9 +1,6 @@
-"""Random well-formed programs (tests/transform/random_programs.py): C agrees with the interpreter."""
+"""Random well-formed programs (loom.testing.random_programs): C agrees with the interpreter."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,11 +9,9 @@ import loom
 from loom.ir.function import IRModule
 from loom.runtime import ArgumentChecker
 from loom.runtime.abi import abi_vars, pack_values
+from loom.testing.random_programs import random_func
 from loom_c.cc import compile_source, invoke
 from loom_c.codegen import generate
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "transform"))
-from random_programs import random_func  # noqa: E402
 
 SEEDS = range(60)
 

@@ -1,4 +1,4 @@
-"""Random, well-formed, in-bounds integer programs for pass tests.
+"""Random, well-formed, in-bounds integer programs, for pass tests and the backend conformance suite.
 
 ``random_func(seed)`` returns ``(func, make_args)``: a PrimFunc over int32
 buffers and a factory that returns fresh copies of one fixed set of argument
@@ -11,7 +11,10 @@ parallel and vectorized loops; guarded splits ``if likely(o*F + i < N)``
 (constant or symbolic ``N``); lets; local allocations; selects and
 ``if_then_else`` over loads; branches; and statements that do nothing.
 Vectorized loops only write each output element from one lane and read
-inputs, so their lanes are independent (what ``vectorize`` asserts).
+inputs, so their lanes are independent (what ``vectorize`` asserts).  Parallel
+loops carry no such promise: several iterations may update one element, which
+the interpreter (serial) allows; ``random_func(seed, parallel=False)`` makes
+them serial, for backends that run parallel loops on threads.
 
 >>> func, make_args = random_func(3)
 >>> outs = run(func, make_args())
@@ -38,9 +41,10 @@ ArgsFactory = Callable[[], list]
 
 
 class _Gen:
-    def __init__(self, seed: int, symbolic: bool) -> None:
+    def __init__(self, seed: int, symbolic: bool, parallel: bool = True) -> None:
         self.r = random.Random(seed)
         self.symbolic = symbolic
+        self.parallel = parallel
         self.n = Var("n", "int32") if symbolic else None
         self.inputs = [loom.decl_buffer(self._shape(), "int32", name=f"X{k}") for k in range(self.r.randint(1, 2))]
         self.outputs = [loom.decl_buffer(self._shape(), "int32", name=f"Y{k}") for k in range(self.r.randint(1, 2))]
@@ -114,7 +118,8 @@ class _Gen:
             return self.store(scope, 2)
         k = r.randint(0, 11)
         if k <= 2:
-            return self.loop(scope, depth, r.choice(["serial", "serial", "unrolled", "parallel"]))
+            kind = r.choice(["serial", "serial", "unrolled", "parallel"])  # drawn either way: same stream
+            return self.loop(scope, depth, kind if self.parallel or kind != "parallel" else "serial")
         if k == 3:
             return self.vector_loop(scope)
         if k == 4:
@@ -208,15 +213,16 @@ class _Gen:
         return PrimFunc(params, body, buffer_map={b.data: b for b in bufs})
 
 
-def random_func(seed: int, symbolic: bool | None = None) -> tuple[PrimFunc, ArgsFactory]:
+def random_func(seed: int, symbolic: bool | None = None, parallel: bool = True) -> tuple[PrimFunc, ArgsFactory]:
     """A random program and a factory of its arguments (fresh copies of fixed values).
 
     :param seed: makes the program and its arguments reproducible.
     :param symbolic: give guarded splits a symbolic bound ``n`` (a scalar parameter);
         by default every third seed is symbolic.
+    :param parallel: keep the parallel loops (else they are serial; the program is otherwise the same).
     """
     sym = (seed % 3 == 2) if symbolic is None else symbolic
-    gen = _Gen(seed, sym)
+    gen = _Gen(seed, sym, parallel)
     func = gen.func()
     rng = np.random.default_rng(seed)
     base: list[Any] = [rng.integers(-8, 9, size=tuple(int(d) for d in b.shape)).astype("int32")
