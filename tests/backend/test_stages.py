@@ -6,6 +6,7 @@ the rendered text, and loading gives an interp module of the IR, so results are 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import types
@@ -183,6 +184,18 @@ def test_imports_lists_functions_the_module_calls_but_does_not_define(toy):
 # --------------------------------------------------------------------------- broken backends
 
 
+@contextlib.contextmanager
+def _serving(plugin_name: str, backend: Backend):
+    """A plugin named ``plugin_name`` whose loom_backend answers ``backend`` for kind stagetoy."""
+    plugin = types.ModuleType(plugin_name)
+    plugin.loom_backend = hookimpl(lambda target_kind: backend if target_kind == "stagetoy" else None)
+    name = loom.plugins.register(plugin)
+    try:
+        yield
+    finally:
+        loom.plugins.unregister(name)
+
+
 class _Broken(ToyBackend):
     def __init__(self, stage: str, how: str) -> None:
         super().__init__()
@@ -214,33 +227,21 @@ class _Broken(ToyBackend):
 @pytest.mark.parametrize("how", ["raise", "wrong"])
 def test_a_broken_stage_is_named(toy, monkeypatch, stage, how):
     monkeypatch.setenv("LOOM_CACHE", "0")
-    broken = _Broken(stage, how)
-    plugin = types.ModuleType("broken_stage_plugin")
-    plugin.loom_backend = hookimpl(lambda target_kind: broken if target_kind == "stagetoy" else None)
-    name = loom.plugins.register(plugin)
-    try:
-        with pytest.raises(BackendError, match=rf"the {stage} stage of the 'stagetoy' backend \(plugin "
-                                               rf"'broken_stage_plugin'\) (raised RuntimeError: boom|returned a int)"
-                           ) as info:
-            build_module(_inc(), Target("stagetoy"))
-        assert (info.value.plugin, info.value.kind, info.value.stage) == ("broken_stage_plugin", "stagetoy", stage)
-        assert isinstance(info.value, loom.LoomError)
-    finally:
-        loom.plugins.unregister(name)
+    with _serving("broken_stage_plugin", _Broken(stage, how)), \
+            pytest.raises(BackendError, match=rf"the {stage} stage of the 'stagetoy' backend \(plugin "
+                                              rf"'broken_stage_plugin'\) (raised RuntimeError: boom|returned a int)"
+                          ) as info:
+        build_module(_inc(), Target("stagetoy"))
+    assert (info.value.plugin, info.value.kind, info.value.stage) == ("broken_stage_plugin", "stagetoy", stage)
+    assert isinstance(info.value, loom.LoomError)
 
 
 def test_a_loom_error_from_a_stage_keeps_its_type_and_gets_a_note(toy, monkeypatch):
     monkeypatch.setenv("LOOM_CACHE", "0")
-    broken = _Broken("compile", "loom")
-    plugin = types.ModuleType("loom_error_plugin")
-    plugin.loom_backend = hookimpl(lambda target_kind: broken if target_kind == "stagetoy" else None)
-    name = loom.plugins.register(plugin)
-    try:
-        with pytest.raises(loom.LoomValueError, match="a clear compile error") as info:
-            build_module(_inc(), Target("stagetoy"))
-        assert "compile stage of the 'stagetoy' backend, plugin 'loom_error_plugin'" in info.value.__notes__[0]
-    finally:
-        loom.plugins.unregister(name)
+    with _serving("loom_error_plugin", _Broken("compile", "loom")), \
+            pytest.raises(loom.LoomValueError, match="a clear compile error") as info:
+        build_module(_inc(), Target("stagetoy"))
+    assert "compile stage of the 'stagetoy' backend, plugin 'loom_error_plugin'" in info.value.__notes__[0]
 
 
 def test_a_backend_hook_returning_junk_or_raising_is_named():
@@ -260,17 +261,11 @@ def test_a_backend_hook_returning_junk_or_raising_is_named():
 def test_through_loom_build_a_broken_stage_is_named_too(toy, monkeypatch):
     """The issue's example: a backend whose stage returns 42 made build() return 42."""
     monkeypatch.setenv("LOOM_CACHE", "0")
-    broken = _Broken("load", "wrong")
-    plugin = types.ModuleType("returns_42")
-    plugin.loom_backend = hookimpl(lambda target_kind: broken if target_kind == "stagetoy" else None)
-    name = loom.plugins.register(plugin)
-    try:
-        A = loom.placeholder((4,), name="A")
-        B = loom.compute((4,), lambda i: A[i] + 1.0, name="B")
-        with pytest.raises(BackendError, match="load stage .* returned a int; expected a loom.runtime.Module"):
-            loom.build(loom.create_schedule(B.op), [A, B], target="stagetoy")
-    finally:
-        loom.plugins.unregister(name)
+    A = loom.placeholder((4,), name="A")
+    B = loom.compute((4,), lambda i: A[i] + 1.0, name="B")
+    with _serving("returns_42", _Broken("load", "wrong")), \
+            pytest.raises(BackendError, match="load stage .* returned a int; expected a loom.runtime.Module"):
+        loom.build(loom.create_schedule(B.op), [A, B], target="stagetoy")
 
 
 def test_module_info_round_trips_through_json():

@@ -9,34 +9,11 @@ import sys
 import numpy as np
 
 import loom
-
-
-def _tiled_gpu_matmul(n: int = 32, tile: int = 8):
-    """A matmul with shared-memory tiles loaded cooperatively by bound threads (a cache_read/write schedule)."""
-    A = loom.placeholder((n, n), name="A")
-    B = loom.placeholder((n, n), name="B")
-    k = loom.reduce_axis((0, n), name="k")
-    C = loom.compute((n, n), lambda i, j: loom.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = loom.create_schedule(C.op)
-    AS, BS = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    ty, tx = loom.thread_axis("threadIdx.y"), loom.thread_axis("threadIdx.x")
-    io, ii = s[C].split(C.op.axis[0], factor=tile)
-    jo, ji = s[C].split(C.op.axis[1], factor=tile)
-    s[C].reorder(io, jo, ii, ji)
-    for axis, tag in ((io, "blockIdx.y"), (jo, "blockIdx.x"), (ii, ty), (ji, tx)):
-        s[C].bind(axis, loom.thread_axis(tag) if isinstance(tag, str) else tag)
-    s[CL].compute_at(s[C], ji)
-    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=tile)
-    for S in (AS, BS):
-        s[S].compute_at(s[CL], ko)
-        s[S].bind(s[S].op.axis[0], ty)
-        s[S].bind(s[S].op.axis[1], tx)
-    return s, [A, B, C]
+from loom.testing.conformance.programs import tiled_matmul
 
 
 def test_a_pickled_schedule_lowers_to_the_same_ir():
-    s, args = _tiled_gpu_matmul()
+    s, args = tiled_matmul(32, 32, 32)
     s2, args2 = pickle.loads(pickle.dumps((s, args)))
     assert loom.structural_equal(loom.lower(s2, args2), loom.lower(s, args))
 
@@ -56,7 +33,7 @@ def test_a_pickled_cpu_schedule_builds_and_runs():
 
 
 def test_a_schedule_pickled_in_one_process_lowers_in_another():
-    s, args = _tiled_gpu_matmul()
+    s, args = tiled_matmul(32, 32, 32)
     data = pickle.dumps((s, args))
     code = ("import pickle, sys, loom\n"
             "s, args = pickle.loads(sys.stdin.buffer.read())\n"

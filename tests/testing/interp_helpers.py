@@ -101,28 +101,7 @@ def barrier(scope: str = "shared") -> Any:
 
 def tiled_matmul(n: int, m: int, k: int, tile: int = 8) -> Any:
     """The classic cooperative-fetch tiled matmul ``C[n, m] = A[n, k] @ B[k, m]``, lowered (no barriers yet)."""
-    from loom import te
+    from loom.testing.conformance.programs import tiled_matmul as schedule
 
-    A = te.placeholder((n, k), name="A")
-    B = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    s = te.create_schedule(C.op)
-    CL = s.cache_write(C, "local")
-    AS, BS = s.cache_read(A, "shared", [CL]), s.cache_read(B, "shared", [CL])
-    i, j = s[C].op.axis
-    io, ii = s[C].split(i, tile)
-    jo, ji = s[C].split(j, tile)
-    s[C].reorder(io, jo, ii, ji)
-    ty, tx = loom.thread_axis("threadIdx.y"), loom.thread_axis("threadIdx.x")
-    s[C].bind(io, loom.thread_axis("blockIdx.y"))
-    s[C].bind(jo, loom.thread_axis("blockIdx.x"))
-    s[C].bind(ii, ty)
-    s[C].bind(ji, tx)
-    s[CL].compute_at(s[C], ji)
-    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], tile)
-    for stage in (AS, BS):
-        s[stage].compute_at(s[CL], ko)
-        s[stage].bind(s[stage].op.axis[0], ty)
-        s[stage].bind(s[stage].op.axis[1], tx)
-    return loom.lower(s, [A, B, C])
+    s, args = schedule(n, m, k, tile)
+    return loom.lower(s, args)

@@ -18,6 +18,7 @@ import loom
 import loom.testing.ext_dev as ext_dev
 from loom.runtime.arguments import ArgumentValueError
 from loom.testing import RaceError
+from loom.testing.conformance.programs import tiled_matmul
 
 HOSTS = ["interp", "llvm", "c"]
 
@@ -30,32 +31,6 @@ def registered():
         yield
     finally:
         loom.plugins.unregister(name)
-
-
-def tiled_matmul(m: int, n: int, k: int, tile: int = 8):
-    """C = A @ B with shared-memory tiles fetched cooperatively by a tile x tile block of threads."""
-    A = loom.placeholder((m, k), name="A")
-    B = loom.placeholder((k, n), name="B")
-    r = loom.reduce_axis((0, k), name="k")
-    C = loom.compute((m, n), lambda i, j: loom.sum(A[i, r] * B[r, j], axis=r), name="C")
-    s = loom.create_schedule(C.op)
-    AS, BS = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    ty, tx = loom.thread_axis("threadIdx.y"), loom.thread_axis("threadIdx.x")
-    io, ii = s[C].split(C.op.axis[0], factor=tile)
-    jo, ji = s[C].split(C.op.axis[1], factor=tile)
-    s[C].reorder(io, jo, ii, ji)
-    s[C].bind(io, loom.thread_axis("blockIdx.y"))
-    s[C].bind(jo, loom.thread_axis("blockIdx.x"))
-    s[C].bind(ii, ty)
-    s[C].bind(ji, tx)
-    s[CL].compute_at(s[C], ji)
-    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=tile)
-    for S in (AS, BS):
-        s[S].compute_at(s[CL], ko)
-        s[S].bind(s[S].op.axis[0], ty)
-        s[S].bind(s[S].op.axis[1], tx)
-    return s, [A, B, C]
 
 
 def _inputs(m: int, n: int, k: int):

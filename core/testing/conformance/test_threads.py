@@ -17,45 +17,7 @@ import pytest
 import loom
 
 from .harness import KindUnderTest
-from .programs import matmul, rand
-
-
-def tiled_matmul(m: int, n: int, k: int, tile: int = 8) -> tuple[Any, list[Any]]:
-    """C = A @ B; a tile x tile block of threads loads A's and B's tiles into shared memory together."""
-    A, B, C = matmul(m, n, k)
-    s = loom.create_schedule(C.op)
-    AS, BS = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    ty, tx = loom.thread_axis("threadIdx.y"), loom.thread_axis("threadIdx.x")
-    io, ii = s[C].split(C.op.axis[0], factor=tile)
-    jo, ji = s[C].split(C.op.axis[1], factor=tile)
-    s[C].reorder(io, jo, ii, ji)
-    s[C].bind(io, loom.thread_axis("blockIdx.y"))
-    s[C].bind(jo, loom.thread_axis("blockIdx.x"))
-    s[C].bind(ii, ty)
-    s[C].bind(ji, tx)
-    s[CL].compute_at(s[C], ji)
-    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=tile)
-    for tile_stage in (AS, BS):
-        s[tile_stage].compute_at(s[CL], ko)
-        s[tile_stage].bind(s[tile_stage].op.axis[0], ty)
-        s[tile_stage].bind(s[tile_stage].op.axis[1], tx)
-    return s, [A, B, C]
-
-
-def shared_reversal(n: int, block: int) -> tuple[Any, list[Any]]:
-    """B[i] = A[n - 1 - i]: each block stages its window of A in shared memory, and each thread reads
-    the element another thread of its block wrote."""
-    A = loom.placeholder((n,), name="A")
-    B = loom.compute((n,), lambda i: A[n - 1 - i] * 2.0, name="B")
-    s = loom.create_schedule(B.op)
-    AS = s.cache_read(A, "shared", [B])
-    bx, tx = s[B].split(B.op.axis[0], factor=block)
-    s[B].bind(bx, loom.thread_axis("blockIdx.x"))
-    s[B].bind(tx, loom.thread_axis("threadIdx.x"))
-    s[AS].compute_at(s[B], bx)
-    s[AS].bind(s[AS].op.axis[0], loom.thread_axis("threadIdx.x"))
-    return s, [A, B]
+from .programs import matmul, rand, shared_reversal, tiled_matmul
 
 
 def _expect_gpu_or_refusal(kind: KindUnderTest, s: Any, args: list[Any]) -> Any:
