@@ -6,6 +6,7 @@ import shutil
 import sys
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Test helper modules (ir_samples.py...) live beside the tests that use them.
@@ -24,3 +25,20 @@ if "LOOM_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="loom-test-cache-")
     os.environ["LOOM_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, True)
+
+
+@pytest.fixture
+def registered():
+    """``registered(module)`` registers a plugin module for one test (and returns it); all are removed after."""
+    import loom.plugins
+
+    mods = []
+
+    def add(mod):
+        loom.plugins.register(mod)
+        mods.append(mod)
+        return mod
+
+    yield add
+    for mod in mods:
+        loom.plugins.unregister(mod)

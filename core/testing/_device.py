@@ -19,7 +19,7 @@ from ..runtime.device_api import DevicePointer, get_device_api
 from ..target.devices import Device
 from ._codegen import Code
 from ._errors import InterpreterError
-from ._memory import Memory
+from ._memory import Memory, element_count
 from . import _values as V
 
 __all__ = ["device_allocate", "import_call", "word_args", "is_device_allocate", "DEVICE_ALIGNMENT"]
@@ -57,12 +57,7 @@ def device_allocate(comp: Any, node: S.Allocate) -> Code:
         old = f[slot] if shadows else None
         address, api = 0, None
         if cond(f):
-            count = 1
-            for fn in extents:
-                n = fn(f)
-                if n < 0:
-                    raise InterpreterError(f"{fname}: allocate {name} with a negative extent {n}")
-                count *= n
+            count = element_count(fname, name, extents, f)
             api = get_device_api(dt)
             address = api.allocate(dev, count * elem_bytes, DEVICE_ALIGNMENT)
         f[slot] = DevicePointer(address, dev)

@@ -26,7 +26,7 @@ from ._errors import InterpreterError, OutOfBoundsError
 from ._launch import track_lanes, track_read, track_write
 from . import _values as V
 
-__all__ = ["Memory", "compile_load", "compile_store"]
+__all__ = ["Memory", "compile_load", "compile_store", "element_count"]
 
 
 class Memory:
@@ -67,6 +67,17 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory({self.name!r}, {self.tag}, {self.size} elements)"
+
+
+def element_count(fname: str, name: str, extents: list[Callable[[list], Any]], f: list) -> int:
+    """The number of elements an ``Allocate`` of ``name`` asks for; an error for a negative extent."""
+    count = 1
+    for fn in extents:
+        n = fn(f)
+        if n < 0:
+            raise InterpreterError(f"{fname}: allocate {name} with a negative extent {n}")
+        count *= n
+    return count
 
 
 def _reporter(fname: str, buf: Any, what: str) -> Callable[..., None]:

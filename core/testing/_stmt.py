@@ -24,7 +24,7 @@ from ._codegen import Code, function
 from ._device import device_allocate, is_device_allocate
 from ._errors import AssertionFailed, InterpreterError
 from ._gpu import compile_bound_attr, compile_region, is_launch_attr, is_shared_scope, shared_allocate
-from ._memory import Memory, compile_store
+from ._memory import Memory, compile_store, element_count
 from . import _values as V
 
 __all__ = ["STMT_RULES", "MAX_ALLOCATION"]
@@ -174,12 +174,7 @@ def _allocate(comp: Any, node: S.Allocate) -> Code:
     ext_fns = [e.fn for e in extents]
 
     def make(f: list) -> Memory:
-        count = 1
-        for fn in ext_fns:
-            n = fn(f)
-            if n < 0:
-                raise InterpreterError(f"{fname}: allocate {name} with a negative extent {n}")
-            count *= n
+        count = element_count(fname, name, ext_fns, f)
         if count > MAX_ALLOCATION:
             raise InterpreterError(f"{fname}: allocate {name} of {count} elements exceeds the limit {MAX_ALLOCATION}")
         return Memory.allocate(t, count, name)

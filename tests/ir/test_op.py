@@ -31,20 +31,6 @@ def _rules_plugin(name, kind, rules, seen=None):
     return mod
 
 
-@pytest.fixture
-def registered():
-    mods = []
-
-    def add(mod):
-        loom.plugins.register(mod)
-        mods.append(mod)
-        return mod
-
-    yield add
-    for mod in mods:
-        loom.plugins.unregister(mod)
-
-
 def test_one_op_object_per_name():
     assert Op.get("exp") is Op.get("tir.exp") is loom.exp(loom.var("x", "float32")).op
     assert {"tir.exp", "tir.if_then_else", "tir.reinterpret", "tir.erf"} <= set(list_ops())

@@ -88,19 +88,6 @@ def _plugin(name, **hooks):
     return mod
 
 
-@pytest.fixture
-def registered():
-    mods = []
-
-    def add(mod):
-        loom.plugins.register(mod)
-        mods.append(mod)
-
-    yield add
-    for mod in mods:
-        loom.plugins.unregister(mod)
-
-
 def test_plugin_rules_see_the_function_target(registered):
     """The hook receives each function's Target, so its rules can read the target's attributes."""
     def rules(target):
