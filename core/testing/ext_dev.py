@@ -37,17 +37,17 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections import Counter
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from loom.plugins import hookimpl
 
-from ..backend.base import Backend, BackendOptions, ModuleInfo
+from ..backend.base import ModuleInfo
 from ..errors import LoomValueError
 from ..ir.function import IRModule
 from ..runtime.device_api import DeviceAPI, HostMemoryTable
-from ..runtime.interp_module import InterpModule, _module_from_json
+from ..runtime.interp_module import InterpBackend, InterpModule, _module_from_json
 from ..target.devices import Device
 
 __all__ = ["KIND", "DEVICE_TYPE", "ExtDevAPI", "ExtDevBackend", "ExtDevModule", "device_api"]
@@ -146,21 +146,11 @@ class ExtDevModule(InterpModule):
         super().__init__(mod, target, entry_name, device=Device(DEVICE_TYPE, 0))
 
 
-class ExtDevBackend(Backend):
-    """The ``ext_dev`` kind's stages: the kernels' IR is the source and the artifact."""
+class ExtDevBackend(InterpBackend):
+    """The ``ext_dev`` kind's stages: the interpreter's (the kernels' IR is the source and the artifact),
+    loading the kernels to run on ext_dev memory."""
 
     kind = KIND
-    version = "1"
-    cacheable = False
-    thread_semantics = "gpu"
-
-    def render(self, mod: IRModule, options: BackendOptions) -> Mapping[str, str]:
-        from ..ir.serialize import save_json
-
-        return {"json": save_json(mod)}
-
-    def compile(self, sources: Mapping[str, str], options: BackendOptions) -> bytes:
-        return sources["json"].encode("utf-8")
 
     def load(self, data: bytes, info: ModuleInfo) -> ExtDevModule:
         return _module_from_json(ExtDevModule, data, info)  # type: ignore[return-value]
