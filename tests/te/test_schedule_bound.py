@@ -226,3 +226,15 @@ def test_a_region_read_only_by_guarded_iterations_has_extent_zero():
     d = np.zeros((1, 1), "float32")
     f(np.full((1, 1), 2.0, "float32"), d)
     assert d[0, 0] == 5.0
+
+
+def test_bound_axes_of_an_attached_cache_stage_index_from_the_region_start():
+    """The cooperative fetch: A.shared's axes bound to threads cover [by*8, by*8 + 8), so the store goes to
+    A.shared[ty, tx] and the load comes from A[by*8 + ty, ko*8 + tx] (it used to be A.shared[ty - by*8, ...])."""
+    import loom
+    from loom.testing.conformance.programs import tiled_matmul
+
+    s, args = tiled_matmul(32, 32, 32)
+    text = str(loom.lower(s, args))
+    assert "A.shared[threadIdx.y, threadIdx.x] = A[blockIdx.y * 8 + threadIdx.y, k.outer * 8 + threadIdx.x]" in text
+    assert "B.shared[threadIdx.y, threadIdx.x] = B[k.outer * 8 + threadIdx.y, blockIdx.x * 8 + threadIdx.x]" in text
