@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--target", action="append", help="target kinds (default: llvm and c)")
     parser.add_argument("--runs", type=int, default=4, help="fresh processes per target (the first is cold)")
     args = parser.parse_args()
-    print(f"| target | cold build (compiles) | warm build (cache hit) | warm / cold |\n|---|---:|---:|---:|")
+    print("| target | cold build (compiles) | warm build (cache hit) | warm / cold |\n|---|---:|---:|---:|")
     for target in args.target or ["llvm", "c"]:
         rows = measure(args.kernel, target, args.runs)
         cold, warm = rows[0], rows[1:]

@@ -156,10 +156,6 @@ def value_of(dtype: Any, word: int) -> Any:
     return v
 
 
-def _word(var: E.Var, value: Any) -> int:
-    return word_of(var.dtype, value)
-
-
 def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
     """The 64-bit words of one call, in slot order (pointers from ``call.pointers``)."""
     seen, pointers, n = call._seen, call.pointers, len(call.pointers)
@@ -169,7 +165,7 @@ def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
             words.append(pointers[k])
         else:
             bound = seen.get(id(v))
-            words.append(_word(v, bound[0] if bound is not None else call.values[k]))
+            words.append(word_of(v.dtype, bound[0] if bound is not None else call.values[k]))
     return words
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 import threading
-from typing import Any
 
 import attrs
 import numpy as np

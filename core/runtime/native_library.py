@@ -33,7 +33,7 @@ import weakref
 from typing import Any, Mapping, Sequence
 
 from ..errors import LoomError, LoomValueError, SerializationError
-from ..ir.function import IRModule, PrimFunc
+from ..ir.function import IRModule
 from ..ir.serialize import load_json, save_json
 from .module import EXPORT_VERSION, Module
 from .native_module import NativeModule

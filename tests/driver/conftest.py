@@ -9,7 +9,7 @@ import pytest
 import loom
 import loom.backend
 from loom.driver import pipeline
-from loom.ir import BufferStore, IRModule, PrimFunc
+from loom.ir import BufferStore, PrimFunc
 from loom.plugins import hookimpl
 from loom.transform import PassInfo, PrimFuncPass
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import loom
-from loom.ir import Allocate, AttrStmt, BufferStore, Call, Evaluate, GlobalVar, IterVar, PrimFunc, seq
+from loom.ir import Allocate, AttrStmt, BufferStore, Call, Evaluate, IterVar, PrimFunc, seq
 from loom.runtime.abi import ARG_DEVICES_ATTR, DEVICE_ID_ANNOTATION, DEVICE_TYPE_ANNOTATION
 from loom.target import Target, TargetKind, override_kinds
 from loom.transform.device_memory import PlanDeviceMemory, RefuseThreadBarriers

@@ -6,7 +6,7 @@
     python -m loom.testing.conformance --loom-kind=yourkind [pytest options]
 
 (The plugin is registered with pytest through the ``pytest11`` entry point of
-loom-compiler; where entry points are off, add ``-p loom.testing.conformance.plugin``.)
+Loom's core distribution; where entry points are off, add ``-p loom.testing.conformance.plugin``.)
 
 Each test runs once per kind (``--loom-kind=a,b``; default: every installed
 kind whose plugin implements ``loom_backend``) and compares the kind's results

@@ -3,17 +3,18 @@
 Run the suite against installed kinds (each test runs once per kind; the
 default is every installed kind whose plugin implements ``loom_backend``)::
 
-    pytest -p loom.testing.conformance.plugin --pyargs loom.testing.conformance --loom-kind=yourkind
+    pytest --pyargs loom.testing.conformance --loom-kind=yourkind
     python -m loom.testing.conformance --loom-kind=yourkind      # the same, shorter
 
-``-p`` loads this plugin before pytest parses the command line, which
-``--loom-kind`` needs: pytest never reads a conftest of a ``--pyargs`` package
-before that.  ``--loom-kind=ext_dev`` registers the test device
+``--loom-kind`` must be known before pytest parses the command line, and pytest
+never reads a conftest of a ``--pyargs`` package before that, so this plugin
+comes through the ``pytest11`` entry point of Loom's core distribution (where plugin autoloading
+is off, add ``-p loom.testing.conformance.plugin``).  ``--loom-kind=ext_dev`` registers the test device
 :mod:`loom.testing.ext_dev` when it is not installed; ``--loom-host`` picks the
 host kind of device kinds' split builds (default: :class:`loom.target.CompilationConfig`'s).
 Add ``-n 2`` (pytest-xdist) to use two processes.
 
-In your own tests, ``-p loom.testing.conformance.plugin`` gives the fixtures:
+In your own tests the fixtures are there too (the entry point loads the plugin):
 ``loom_kind`` (the kind's name, one test per chosen kind) and
 ``kind_under_test`` (a :class:`~loom.testing.conformance.harness.KindUnderTest`
 that builds for the kind and places arrays on its device).

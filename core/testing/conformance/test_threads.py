@@ -17,7 +17,7 @@ import pytest
 import loom
 
 from .harness import KindUnderTest
-from .programs import matmul, rand, shared_reversal, tiled_matmul
+from .programs import rand, shared_reversal, tiled_matmul
 
 
 def _expect_gpu_or_refusal(kind: KindUnderTest, s: Any, args: list[Any]) -> Any:

@@ -8,7 +8,7 @@ import pytest
 import loom
 
 from programs import blocked_matmul
-from loom.errors import LoomError, LoomTypeError, LoomValueError
+from loom.errors import LoomError, LoomValueError
 from loom.ir import stmt as S
 from loom.ir.function import IRModule, PrimFunc
 from loom.testing import AssertionFailed
