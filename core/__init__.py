@@ -26,7 +26,7 @@ from .ir.structural import assert_structural_equal, structural_equal, structural
 from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
 from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, sum, thread_axis  # noqa: A004
-from . import ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid
+from . import envvars, ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid
 from .driver import build, build_config, lower
 from .runtime import ndarray as nd
 from .target import CompilationConfig, Device, Target, VirtualDevice, cpu, cuda, device

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import attrs
 import pluggy
 
+from loom import envvars
 from loom.errors import PluginError
 
 from . import hookspecs
@@ -148,7 +149,7 @@ def _build() -> _State:
 
 
 def _autoload_disabled() -> bool:
-    return os.environ.get(_DISABLE_ENV, "") not in ("", "0")
+    return envvars.DISABLE_PLUGIN_AUTOLOAD.get()
 
 
 def _load_entry_points(state: _State) -> None:

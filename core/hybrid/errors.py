@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from .. import envvars
 from ..errors import LoomError, LoomTypeError
 
 __all__ = ["HybridSyntaxError", "HybridArgumentError", "Source", "debug_tracebacks"]
@@ -25,7 +25,7 @@ __all__ = ["HybridSyntaxError", "HybridArgumentError", "Source", "debug_tracebac
 
 def debug_tracebacks() -> bool:
     """Whether errors keep Loom's internal frames (``LOOM_DEBUG=1``); by default they are cut."""
-    return os.environ.get("LOOM_DEBUG", "").strip() not in ("", "0")
+    return envvars.DEBUG.get()
 
 
 class HybridSyntaxError(LoomError):

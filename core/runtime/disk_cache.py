@@ -37,6 +37,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from .. import envvars
 from ..errors import LoomError
 
 __all__ = ["CacheError", "DiskCache", "cache_enabled", "cache_key", "cache_root",
@@ -63,12 +64,12 @@ class CacheError(LoomError):
 
 def cache_enabled() -> bool:
     """Whether on-disk caching is on: ``LOOM_CACHE`` is unset or not one of 0/false/off/no."""
-    return os.environ.get(ENV_CACHE, "").strip().lower() not in _OFF
+    return envvars.CACHE.get()
 
 
 def cache_root() -> str:
     """``$LOOM_CACHE_DIR``, else the user cache folder of ``loom`` (platformdirs)."""
-    found = os.environ.get(ENV_CACHE_DIR)
+    found = envvars.CACHE_DIR.get()
     if found:
         return found
     import platformdirs  # imported on use: it costs a noticeable part of a cached build

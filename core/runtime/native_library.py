@@ -32,6 +32,7 @@ import tempfile
 import weakref
 from typing import Any, Mapping, Sequence
 
+from .. import envvars
 from ..errors import LoomError, LoomValueError, SerializationError
 from ..ir.function import IRModule
 from ..ir.serialize import load_json, save_json
@@ -59,16 +60,7 @@ def configured_num_threads() -> int:
     >>> configured_num_threads()
     0
     """
-    raw = os.environ.get("LOOM_NUM_THREADS", "").strip()
-    if not raw:
-        return 0
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise LoomValueError(f"LOOM_NUM_THREADS must be a non-negative integer (0: one thread per core), got {raw!r}")
-    return value
+    return envvars.NUM_THREADS.get()
 
 
 def set_library_threads(address: int, count: int | None = None) -> None:

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 
+from .. import envvars
 from ..errors import LoomValueError, VerifyError
 from ..ir.function import IRModule
 from .pass_base import PassContext, PassInfo, PassInstrument
@@ -106,7 +107,7 @@ class PrintAfter(PassInstrument):
     @classmethod
     def from_env(cls) -> PrintAfter | None:
         """The instrument ``LOOM_PRINT_AFTER`` asks for, or None when it is unset."""
-        value = os.environ.get(PRINT_AFTER_ENV, "").strip()
+        value = envvars.PRINT_AFTER.get()
         return cls(value) if value else None
 
 
@@ -137,7 +138,7 @@ class VerifyAfter(PassInstrument):
     @staticmethod
     def env_enabled() -> bool:
         """True when ``LOOM_VERIFY`` is set to something other than ``""``/``0``."""
-        return os.environ.get(VERIFY_ENV, "").strip() not in ("", "0")
+        return envvars.VERIFY.get()
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -183,7 +184,7 @@ def env_instruments() -> list[PassInstrument]:
         out.append(printer)
     if VerifyAfter.env_enabled():
         out.append(VerifyAfter())
-    folder = os.environ.get(ENV_DUMP_DIR, "").strip()
+    folder = envvars.DUMP_DIR.get()
     if folder:
         out.append(DumpIR(folder))
     return out

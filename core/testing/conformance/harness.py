@@ -29,6 +29,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 
 import loom
+from loom import envvars
 
 __all__ = ["KindUnderTest", "CPU_DEVICE_TYPE", "BLOCK", "bind_root", "is_reduce", "hypothesis_settings",
            "buildable_kinds", "buildable_cpu_kinds", "default_host", "run_child"]
@@ -150,7 +151,7 @@ def bind_root(s: Any, tensor: Any, block: int = BLOCK) -> tuple[Any, Any]:
 def hypothesis_settings(default_examples: int) -> Any:
     """Settings of the suite's property tests: no example database (the package may be read-only),
     no deadline, ``LOOM_E2E_EXAMPLES`` examples when set."""
-    examples = int(os.environ.get("LOOM_E2E_EXAMPLES", default_examples))
+    examples = envvars.E2E_EXAMPLES.get() or default_examples
     return settings(max_examples=examples, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 

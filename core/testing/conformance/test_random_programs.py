@@ -13,19 +13,19 @@ wrapped in ``blockIdx.x``/``threadIdx.x`` regions of extent 1) on device arrays.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pytest
 
 import loom
+from loom import envvars
 from loom.ir import AttrStmt, IRModule, IterVar
 from loom.testing.random_programs import random_func
 
 from .harness import KindUnderTest
 
-SEEDS = range(int(os.environ.get("LOOM_RANDOM_PROGRAMS", "60")))
+SEEDS = range(envvars.RANDOM_PROGRAMS.get())
 
 
 def on_one_thread(func: Any) -> Any:
