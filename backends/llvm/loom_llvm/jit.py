@@ -56,6 +56,12 @@ def _initialize() -> None:
                 continue
 
 
+@functools.cache
+def _initialize_all() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
 def _attr(target: Any, key: str, default: Any) -> Any:
     attrs = getattr(target, "attrs", None) or {}
     value = attrs.get(key)
@@ -69,11 +75,15 @@ def target_machine(target: Any = None, jit: bool = True) -> llvm.TargetMachine:
     (position-independent code, the default code model).
     """
     _initialize()
-    triple = _attr(target, "mtriple", llvm.get_process_triple())
-    cpu = _attr(target, "mcpu", llvm.get_host_cpu_name())
+    host_triple = llvm.get_process_triple()
+    triple = _attr(target, "mtriple", host_triple)
+    foreign = triple.split("-")[0] != host_triple.split("-")[0]
+    if foreign:  # cross compiling: the other architectures' backends are set up on first use
+        _initialize_all()
+    cpu = _attr(target, "mcpu", "generic" if foreign else llvm.get_host_cpu_name())
     mattr = _attr(target, "mattr", None)
     if mattr is None:
-        mattr = llvm.get_host_cpu_features().flatten() if cpu == llvm.get_host_cpu_name() else ""
+        mattr = llvm.get_host_cpu_features().flatten() if cpu == llvm.get_host_cpu_name() and not foreign else ""
     features = mattr if isinstance(mattr, str) else ",".join(mattr)
     opt = int(_attr(target, "opt_level", 3))
     kind = {"codemodel": "jitdefault", "jit": True} if jit else {"codemodel": "default", "reloc": "pic"}

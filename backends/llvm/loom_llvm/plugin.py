@@ -39,10 +39,15 @@ def _num_cores() -> int:
 
 def host_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults for the attributes not in ``given``, taken from the host when it is the target."""
+    from .target_check import check_values, validate_attrs
+
+    check_values(given)
     out: dict[str, Any] = {"num_cores": _num_cores()}
     if all(k in given for k in ("mtriple", "mcpu", "mattr")):
-        # A complete target (e.g. read back from an exported library): no need to ask LLVM.
+        # A complete target (e.g. read back from an exported library): no need to ask LLVM.  Its
+        # names are checked by the backend's options stage, before LLVM compiles anything.
         return {k: v for k, v in out.items() if k not in given}
+    validate_attrs(given, host_cpu())
     triple, cpu, features = host_cpu()
     if given.get("mtriple", triple) == triple:  # otherwise cross compiling: the host is irrelevant
         out["mtriple"] = triple

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import types
 from typing import Any, Mapping
@@ -29,15 +30,17 @@ from typing import Any, Mapping
 import attrs
 
 from loom.backend import Backend, BackendOptions, ModuleInfo, pack_sections, unpack_sections
-from loom.errors import LoomValueError
+from loom.errors import LoomError, LoomValueError
 from loom.ir.function import IRModule
-from loom.runtime.native_library import library_metadata, link_shared_library
+from loom.runtime.native_library import LinkError, library_metadata, link_shared_library
 from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
 from .codegen import codegen_module
 from .jit import CompiledObject, JitModule, compile_object, load_object, parse, target_machine
 from .parallel import OPENMP_SYMBOLS
+from .plugin import host_cpu
+from .target_check import arch_of, cannot_run_reason, validate_attrs
 
 __all__ = ["LLVMBackend", "LLVMOptions", "LLVMModule", "FORMAT"]
 
@@ -85,6 +88,7 @@ class LLVMBackend(Backend):
     artifact_suffix = ".llvm"
 
     def options(self, target: Target) -> LLVMOptions:
+        validate_attrs(target.attrs, host_cpu())  # a complete target string skipped it at creation
         return LLVMOptions.of(target)
 
     def compiler_identity(self, options: BackendOptions) -> str:
@@ -134,9 +138,12 @@ class LLVMModule(NativeModule):
 
     def __init__(self, compiled: CompiledObject, info: ModuleInfo) -> None:
         self.target = Target(info.target)
-        view = LLVMOptions.of(self.target).view()
+        options = LLVMOptions.of(self.target)
+        #: Why this host must not run the code (another architecture, missing CPU features), or None.
+        #: Such a module is export-only: it prints its sources and exports, and calling it raises.
+        self.cannot_run: str | None = cannot_run_reason(options.mtriple, options.mcpu, options.mattr, host_cpu())
         #: The object mapped into this process; owns the native code (kept alive with this module).
-        self.jit: JitModule = load_object(compiled, view)
+        self.jit: JitModule | None = None if self.cannot_run else load_object(compiled, options.view())
         self.compiled = compiled
         self._raw_ir = info.sources.get("ll", "")
         symbols = {n: str(f.attrs.get("global_symbol", n)) for n, f in info.functions.items()}
@@ -144,7 +151,14 @@ class LLVMModule(NativeModule):
                          int(self.target.attrs.get("num_cores") or 0))
 
     def _symbol_address(self, symbol: str) -> int | None:
-        return self.jit.symbol_address(symbol) or None
+        return self.jit.symbol_address(symbol) or None if self.jit is not None else None
+
+    def _function_address(self, name: str) -> int:
+        if self.cannot_run:
+            raise LoomError(f"cannot call {name!r} here: {self.cannot_run}.  This module is export-only: "
+                            "export_library() it (or save('name.o') the object) and run it on a machine "
+                            "it was built for")
+        return super()._function_address(name)
 
     @property
     def uses_openmp(self) -> bool:
@@ -154,9 +168,9 @@ class LLVMModule(NativeModule):
     def get_source(self, fmt: str = "") -> str:
         """``""`` or ``"ll"``: the optimized LLVM IR; ``"asm"``/``"s"``: host assembly; ``"ll-raw"``: as generated."""
         if fmt in ("", "ll", "llvm"):
-            return self.jit.ir()
+            return self.compiled.optimized_ir
         if fmt in ("asm", "s"):
-            return self.jit.asm()
+            return self.jit.asm() if self.jit is not None else self._asm()
         if fmt == "ll-raw":
             return self._raw_ir
         raise LoomValueError(f"llvm module source formats are '', 'll', 'asm' and 'll-raw'; got {fmt!r}")
@@ -169,11 +183,43 @@ class LLVMModule(NativeModule):
         ``ll`` and ``asm`` sources and every module this one imports.  Raises
         :class:`~loom.runtime.native_library.LinkError` when linking fails.
         """
-        sources = {"ll": self.jit.ir(), "asm": target_machine(self.target, jit=False).emit_assembly(
-            parse(self.jit.ir()))}
+        sources = {"ll": self.compiled.optimized_ir, "asm": self._asm()}
         metadata = library_metadata(self, sources=sources, symbols=self._symbols)
+        compiler = self._linker()
         with tempfile.TemporaryDirectory(prefix="loom_llvm_") as work:
             obj = os.path.join(work, "module.o")
             with open(obj, "wb") as fh:
                 fh.write(self.compiled.object)
-            link_shared_library(path, [obj], metadata, openmp=self.uses_openmp)
+            link_shared_library(path, [obj], metadata, openmp=self.uses_openmp, compiler=compiler)
+
+    def save(self, path: str | os.PathLike[str], fmt: str = "") -> None:
+        """Write the object file (``.o``), the optimized IR (``.ll``) or the assembly (``.s``) to ``path``.
+
+        ``fmt`` is ``"o"``, ``"ll"`` or ``"s"``; by default the suffix of ``path`` says which.
+        The object is what a linker for the target's machine takes (see :meth:`export_library`).
+        """
+        fmt = fmt or os.path.splitext(os.fspath(path))[1].lstrip(".")
+        if fmt in ("o", "obj"):
+            data: bytes = self.compiled.object
+        elif fmt in ("ll", "s", "asm"):
+            data = self.get_source(fmt).encode("utf-8")
+        else:
+            raise LoomValueError(f"save() writes 'o', 'll' or 's' files; got {fmt!r} for {os.fspath(path)!r}")
+        with open(path, "wb") as fh:
+            fh.write(data)
+
+    def _asm(self) -> str:
+        return target_machine(self.target, jit=False).emit_assembly(parse(self.compiled.optimized_ir))
+
+    def _linker(self) -> str:
+        """The C compiler that links this module: ``cc`` for the host's architecture, a cross compiler else."""
+        triple = self.compiled.triple
+        if arch_of(triple) == arch_of(host_cpu()[0]):
+            return "cc"
+        names = [f"{triple}-gcc", f"{triple}-cc", f"{'-'.join(triple.split('-')[::2])}-gcc"]
+        for name in dict.fromkeys(names):
+            if shutil.which(name):
+                return name
+        raise LinkError(f"exporting a library for {triple} needs a C compiler for that machine, and none of "
+                        f"{', '.join(dict.fromkeys(names))} is on PATH; save('module.o') writes the object, "
+                        "to link on that machine")
