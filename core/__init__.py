@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+from . import logconfig  # first: the "loom" logger's NullHandler and LOOM_LOG_LEVEL
 from .errors import (
     IRError, LoomError, LoomTypeError, LoomValueError, PluginError, SerializationError, TargetError,
     VerifyError,
@@ -47,5 +48,5 @@ __all__ = [
     "create_schedule", "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
     "lower", "build", "build_config", "nd",
     "ir", "arith", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
-    "cpu", "cuda", "device",
+    "cpu", "cuda", "device", "logconfig",
 ]

@@ -4,7 +4,9 @@
 contributions, and the broken ones with their errors; ``loom targets`` lists the
 target kinds with their attribute schemas.  ``--json`` gives the same data
 machine-readably.  Both exit 0, even when a plugin is broken (that is what
-they are for); 1 means the command line itself was wrong::
+they are for); 1 means the command line itself was wrong.  ``loom cache info |
+prune | clear`` manages the compile cache (:mod:`loom.cli_cache`); ``loom info`` shows
+versions, CPU, compilers, GPUs, the cache and ``LOOM_*`` settings (:mod:`loom.cli_info`)::
 
     $ loom plugins
     $ python -m loom targets --json
@@ -41,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
                        ("targets", "list target kinds and their attribute schemas")):
         cmd = sub.add_parser(name, help=text, description=text)
         cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    from . import cli_cache
+
+    cli_cache.add_parser(sub)
+    from . import cli_info
+
+    cli_info.add_parser(sub)
     return parser
 
 
@@ -51,6 +59,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 1
+    if args.command == "cache":
+        from . import cli_cache
+
+        return cli_cache.run(args)
+    if args.command == "info":
+        from . import cli_info
+
+        return cli_info.run(args)
     from .plugins import PluginLoadWarning
 
     with warnings.catch_warnings():
@@ -87,7 +103,7 @@ def _kinds() -> tuple[dict[str, tuple[Any, str | None]], list[str]]:
     try:
         owners = {name: who for name, (_, who) in plugins.collect_target_kinds().items()}
         return {name: (target.get_kind(name), owners.get(name)) for name in target.list_kinds()}, []
-    except LoomError as err:  # e.g. two plugins contributing one kind name
+    except LoomError as err:  # the registry itself broke (a duplicate kind only breaks its plugin)
         return {}, [str(err)]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pluggy
 
+from .calls import call_first
 from .hookspecs import hookspec
 from .manager import (
     PluginInfo, PluginLoadWarning, broken_plugins, collect_target_kinds, get_plugin_manager,
@@ -31,6 +32,7 @@ __all__ = [
     "list_plugins",
     "broken_plugins",
     "collect_target_kinds",
+    "call_first",
     "reset_plugin_manager",
     "PluginInfo",
     "PluginLoadWarning",

@@ -6,6 +6,13 @@ found through the ``loom`` entry-point group; see ``docs/backend-authors.md``.
 
 Hooks marked *firstresult* stop at the first implementation that returns
 something other than None; the others collect every plugin's answer in a list.
+
+Errors name the plugin that caused them: ``loom_lower_passes``,
+``loom_intrinsic_rules`` and ``loom_backend`` (and the passes, rules and backend
+stages they return) raising something other than a :class:`loom.LoomError` give a
+:class:`loom.errors.PluginError` naming it (a LoomError passes through as raised);
+a ``loom_target_kinds`` that raises or breaks its contract gets the plugin
+reported broken (``loom.plugins.broken_plugins()``).
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ def loom_target_kinds() -> list[Any]:
 
     :return: a list of :class:`loom.target.TargetKind` (name, device type,
         attribute schema with types and defaults, default keys).  A kind name
-        may be contributed by one plugin only.
+        may be contributed by one plugin only: a plugin contributing a kind an
+        earlier plugin has (the built-in one first) is reported broken by
+        ``loom.plugins.broken_plugins()`` and unregistered.
     """
 
 
@@ -50,6 +59,8 @@ def loom_lower_passes(target: Any, phase: int) -> Any:
     :return: None; or a list of passes (``Pass`` objects or ``Stmt -> Stmt``
         callables) that run after the phase's built-in passes; or a dict
         ``{"before": [...], "after": [...]}`` placing passes on either side of them.
+        A pass that raises (other than a LoomError) fails the build with a
+        PluginError naming it, the plugin and the phase.
     """
 
 

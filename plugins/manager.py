@@ -47,6 +47,8 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "loom"
 BUILTIN_PLUGIN_NAME = "builtin"
+#: The core's distribution name (the import name is ``loom``; PyPI's "loom" is another project).
+CORE_DISTRIBUTION = "loom-compiler"
 _DISABLE_ENV = "LOOM_DISABLE_PLUGIN_AUTOLOAD"
 
 Status = Literal["builtin", "loaded", "failed"]
@@ -138,7 +140,7 @@ def _build() -> _State:
         from . import builtin
 
         pm.register(builtin, name=BUILTIN_PLUGIN_NAME)
-        state.meta[BUILTIN_PLUGIN_NAME] = _Meta("loom", _loom_version(), builtin.__name__, "builtin")
+        state.meta[BUILTIN_PLUGIN_NAME] = _Meta(CORE_DISTRIBUTION, _loom_version(), builtin.__name__, "builtin")
         if not _autoload_disabled():
             _load_entry_points(state)
         pm.check_pending()  # every offender was unregistered above; this is the backstop
@@ -232,7 +234,7 @@ def _unknown_hook_message(plugin_name: str, hook: str) -> str:
 
 def _loom_version() -> str | None:
     try:
-        return importlib.metadata.version("loom")
+        return importlib.metadata.version(CORE_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return getattr(sys.modules.get("loom"), "__version__", None)
 
@@ -274,6 +276,7 @@ def unregister(name_or_plugin: str | object) -> object:
     with _lock:
         state = _get_state()
         pm = state.pm
+        name: str | None
         if isinstance(name_or_plugin, str):
             plugin = pm.get_plugin(name_or_plugin)
             name = name_or_plugin
@@ -354,24 +357,19 @@ def broken_plugins() -> list[PluginInfo]:
 def collect_target_kinds() -> dict[str, tuple[Any, str]]:
     """All contributed target kinds as ``{kind_name: (TargetKind, plugin_name)}``.
 
-    :raises PluginError: when two plugins contribute the same kind name; the
-        message names both plugins and their distributions.
+    A kind name belongs to the plugin of that name when it contributes it (the
+    ``llvm`` plugin owns ``llvm``, whatever else declares it), else to the first
+    plugin that contributes it (the built-in plugin, then entry points in name
+    order, then plugins registered at run time); another plugin contributing it
+    too is reported broken and ignored, so the owner keeps working (see
+    :func:`broken_plugins`).
 
     >>> kinds = collect_target_kinds()
     >>> kinds["interp"][1]
     'builtin'
     """
     state = _get_state()
-    found: dict[str, tuple[Any, str]] = {}
-    for name, _, kinds in _contributions(state):
-        for kind in kinds:
-            if kind.name in found:
-                with _lock:
-                    first, second = _origin(state, found[kind.name][1]), _origin(state, name)
-                raise PluginError(f"target kind {kind.name!r} is contributed by two plugins: "
-                                  f"{first} and {second}; uninstall or unregister one of them")
-            found[kind.name] = (kind, name)
-    return found
+    return {kind.name: (kind, name) for name, _, kinds in _contributions(state) for kind in kinds}
 
 
 def _origin(state: _State, name: str) -> str:
@@ -384,23 +382,58 @@ def _origin(state: _State, name: str) -> str:
 def _contributions(state: _State) -> list[tuple[str, object, list[Any]]]:
     """``(name, plugin, target_kinds)`` of every registered plugin that honours the contract.
 
-    A plugin whose ``loom_target_kinds`` raises or answers with something that
-    is not a list of TargetKind is moved to the failed list (and unregistered,
-    so its other hooks are not trusted either).
+    A plugin whose ``loom_target_kinds`` raises, answers with something that
+    is not a list of TargetKind, or contributes a kind name another plugin owns
+    (see :func:`_owners`), is moved to the failed list (and unregistered, so its
+    other hooks are not trusted either: its backend must not take over the kind).
     """
     with _lock:
         registered = list(state.pm.list_name_plugin())
         impls = list(state.pm.hook.loom_target_kinds.get_hookimpls())
-    out = []
+    calls = []
     for name, plugin in registered:
         try:
             kinds = _call_target_kinds([i for i in impls if i.plugin is plugin])
+            _check_distinct(kinds)
         except Exception as exc:  # noqa: BLE001 - a plugin bug must not take the others down
             error = str(exc) if isinstance(exc, PluginError) else f"loom_target_kinds raised {_describe(exc)}"
             _quarantine(state, name, plugin, error)
             continue
-        out.append((name, plugin, kinds))
-    return out
+        calls.append((name, plugin, kinds))
+    while True:  # a plugin that loses one kind loses them all, which may hand others a kind: settle
+        owners = _owners(calls)
+        losers = [(name, plugin, kinds) for name, plugin, kinds in calls
+                  if any(owners[k.name] != name for k in kinds)]
+        if not losers:
+            return calls
+        for name, plugin, kinds in losers:
+            kind = next(k.name for k in kinds if owners[k.name] != name)
+            with _lock:
+                first, second = _origin(state, owners[kind]), _origin(state, name)
+            _quarantine(state, name, plugin,
+                        f"target kind {kind!r} is contributed by two plugins: {first} and {second}; {second} is "
+                        f"ignored, {first} keeps the kind: uninstall or unregister one of them")
+        calls = [c for c in calls if c not in losers]
+
+
+def _owners(calls: list[tuple[str, object, list[Any]]]) -> dict[str, str]:
+    """Which plugin owns each contributed kind name: the plugin of that very name (the ``llvm``
+    plugin owns ``llvm``), else the first contributor in registration order."""
+    owners: dict[str, str] = {}
+    for name, _, kinds in calls:
+        for kind in kinds:
+            if kind.name not in owners or (name == kind.name and owners[kind.name] != kind.name):
+                owners[kind.name] = name
+    return owners
+
+
+def _check_distinct(kinds: list[Any]) -> None:
+    """Raise PluginError when one plugin contributes a kind name twice."""
+    seen: set[str] = set()
+    for kind in kinds:
+        if kind.name in seen:
+            raise PluginError(f"loom_target_kinds contributes target kind {kind.name!r} twice")
+        seen.add(kind.name)
 
 
 def _call_target_kinds(impls: list[Any]) -> list[Any]:

@@ -28,3 +28,20 @@ def blocked_matmul(m: int = 13, n: int = 17, k: int = 19):
     s[C].vectorize(ji)
     s[C].parallel(io)
     return s, [A, B, C]
+
+
+def division(op: str, dtype: str, divisor: object, form: str = "scalar"):
+    """``C[i] = op(A[i], divisor)`` lowered: ``divisor`` is a constant, or ``"array"`` for ``B[i]``;
+    ``form`` is ``"scalar"``, ``"vector"`` (split by 4, inner vectorized) or ``"parallel"``."""
+    n = 16
+    A, B = loom.placeholder((n,), dtype, name="A"), loom.placeholder((n,), dtype, name="B")
+    fn = getattr(loom, op)
+    C = loom.compute((n,), (lambda i: fn(A[i], B[i])) if divisor == "array"
+                     else (lambda i: fn(A[i], loom.const(divisor, dtype))), name="C")
+    s = loom.create_schedule(C.op)
+    if form == "vector":
+        _, inner = s[C].split(C.op.axis[0], factor=4)
+        s[C].vectorize(inner)
+    elif form == "parallel":
+        s[C].parallel(C.op.axis[0])
+    return loom.lower(s, [A, B, C] if divisor == "array" else [A, C], name="f")

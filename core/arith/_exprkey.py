@@ -21,6 +21,11 @@ from ..ir.node import Node, fields_of, traversal_fields
 __all__ = ["expr_equal", "struct_key", "order_key", "uses_var", "map_operands"]
 
 
+# These functions recurse once per level of an expression, so they loop with ``for`` and
+# comprehensions rather than ``all(...)``/``tuple(...)`` over generators: a generator resumed from
+# C costs C stack on every level, plain Python calls do not (see loom.ir.recursion).
+
+
 def expr_equal(a: Any, b: Any) -> bool:
     """True when ``a`` and ``b`` are the same expression tree (vars by identity)."""
     if a is b:
@@ -30,7 +35,10 @@ def expr_equal(a: Any, b: Any) -> bool:
     if isinstance(a, Node):
         if type(a).binding_identity:
             return False
-        return all(_value_equal(getattr(a, f.name), getattr(b, f.name)) for f in fields_of(type(a)))
+        for f in fields_of(type(a)):
+            if not _value_equal(getattr(a, f.name), getattr(b, f.name)):
+                return False
+        return True
     return _value_equal(a, b)
 
 
@@ -38,10 +46,21 @@ def _value_equal(x: Any, y: Any) -> bool:
     if isinstance(x, Node):
         return expr_equal(x, y)
     if isinstance(x, tuple):
-        return isinstance(y, tuple) and len(x) == len(y) and all(_value_equal(p, q) for p, q in zip(x, y))
+        if not (isinstance(y, tuple) and len(x) == len(y)):
+            return False
+        for p, q in zip(x, y):
+            if not _value_equal(p, q):
+                return False
+        return True
     if isinstance(x, dict):
-        return x is y or (isinstance(y, dict) and x.keys() == y.keys()
-                          and all(_value_equal(v, y[k]) for k, v in x.items()))
+        if x is y:
+            return True
+        if not (isinstance(y, dict) and x.keys() == y.keys()):
+            return False
+        for k, v in x.items():
+            if not _value_equal(v, y[k]):
+                return False
+        return True
     return type(x) is type(y) and x == y
 
 
@@ -54,11 +73,11 @@ def struct_key(e: Any) -> Any:
     if isinstance(e, Node):
         if type(e).binding_identity:
             return ("@", id(e))
-        return (type(e).type_index,) + tuple(struct_key(getattr(e, f.name)) for f in fields_of(type(e)))
+        return (type(e).type_index, *[struct_key(getattr(e, f.name)) for f in fields_of(type(e))])
     if isinstance(e, tuple):
-        return tuple(struct_key(x) for x in e)
+        return tuple([struct_key(x) for x in e])
     if isinstance(e, dict):
-        return tuple((struct_key(k), struct_key(v)) for k, v in e.items())
+        return tuple([(struct_key(k), struct_key(v)) for k, v in e.items()])
     return (type(e).__name__, str(e))
 
 
@@ -78,7 +97,7 @@ def order_key(e: E.PrimExpr) -> tuple:
         if isinstance(v, E.PrimExpr):
             kids.append(order_key(v))
         elif isinstance(v, tuple):
-            kids.extend(order_key(x) for x in v if isinstance(x, E.PrimExpr))
+            kids.extend([order_key(x) for x in v if isinstance(x, E.PrimExpr)])
         elif isinstance(v, Node):
             label.append(str(getattr(v, "name", type(v).__name__)))
         else:
@@ -91,8 +110,10 @@ def uses_var(node: Any, var: E.Var) -> bool:
     if node is var:
         return True
     if isinstance(node, (Node, tuple)):
-        items = node if isinstance(node, tuple) else (getattr(node, f.name) for f in traversal_fields(type(node)))
-        return any(uses_var(v, var) for v in items if isinstance(v, (Node, tuple)))
+        items = node if isinstance(node, tuple) else [getattr(node, f.name) for f in traversal_fields(type(node))]
+        for v in items:
+            if isinstance(v, (Node, tuple)) and uses_var(v, var):
+                return True
     return False
 
 
@@ -110,7 +131,7 @@ def map_operands(e: E.PrimExpr, fn: Callable[[E.PrimExpr], E.PrimExpr]) -> E.Pri
         if isinstance(v, E.PrimExpr):
             nv: Any = fn(v)
         elif isinstance(v, tuple) and v and all(isinstance(x, E.PrimExpr) for x in v):
-            new = tuple(fn(x) for x in v)
+            new = tuple([fn(x) for x in v])
             nv = v if all(p is q for p, q in zip(new, v)) else new
         else:
             continue

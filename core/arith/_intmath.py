@@ -9,7 +9,7 @@ which is how they prove that a computation cannot overflow.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir import expr as E
 from ..ir.dtype import DataType
@@ -72,7 +72,7 @@ def trunc_mod(a: int, b: int) -> int:
     return a - trunc_div(a, b) * b
 
 
-_FOLD = {
+_FOLD: dict[type, Callable[[int, int], int]] = {
     E.Add: lambda a, b: a + b,
     E.Sub: lambda a, b: a - b,
     E.Mul: lambda a, b: a * b,

@@ -192,6 +192,7 @@ class Analyzer:
         eq = ops.eq(a, b)  # brings both sides to one dtype
         if isinstance(eq, E.IntImm):
             return bool(eq.value)
+        assert isinstance(eq, E.EQ)
         a, b = eq.a, eq.b
         if is_int_type(a.dtype) and a.dtype.lanes == 1 and self._always_equal(a, b):
             return True
@@ -240,7 +241,7 @@ class Analyzer:
     def _lookup_fact(self, e: E.PrimExpr) -> Optional[E.PrimExpr]:
         if not self._facts:
             return None
-        neg = _negated_cmp(e) if type(e) in _NEGATED else None
+        neg = _negated_cmp(e) if isinstance(e, E.CmpOp) and type(e) in _NEGATED else None
         for f in self._facts:
             if expr_equal(f, e):
                 return E.IntImm("bool", 1)
@@ -253,7 +254,8 @@ class Analyzer:
         return dict(self._bounds), dict(self._modular), dict(self._subst), list(self._facts)
 
     def _restore(self, saved: tuple[Any, ...]) -> None:
-        for live, old in zip((self._bounds, self._modular, self._subst), saved):
+        lives: tuple[dict[Any, Any], ...] = (self._bounds, self._modular, self._subst)
+        for live, old in zip(lives, saved):
             live.clear()
             live.update(old)
         self._facts[:] = saved[3]
@@ -324,7 +326,7 @@ class Analyzer:
             if isinstance(m, E.IntImm) and isinstance(r, E.IntImm) and m.value > 0:
                 if self._modular.get(c.a.a, ModularSet(1, 0)).coeff in (0, 1):
                     self._modular[c.a.a] = ModularSet.make(m.value, r.value)
-        if type(c) not in (E.LT, E.LE, E.GT, E.GE, E.EQ) or not is_int_type(c.a.dtype) or c.a.dtype.lanes != 1:
+        if not isinstance(c, (E.LT, E.LE, E.GT, E.GE, E.EQ)) or not is_int_type(c.a.dtype) or c.a.dtype.lanes != 1:
             return
         a, b = (c.b, c.a) if isinstance(c, (E.GT, E.GE)) else (c.a, c.b)
         upper = -1 if isinstance(c, (E.LT, E.GT)) else 0

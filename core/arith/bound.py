@@ -23,7 +23,7 @@ ConstIntBound(min_value=3, max_value=31)
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Iterator, Optional
+from typing import Any, Callable, ClassVar, Iterator, Optional
 
 import attrs
 
@@ -231,7 +231,8 @@ class ConstIntBoundAnalyzer:
         return _full(e.dtype)
 
 
-_HANDLERS: dict[type, Callable[[ConstIntBoundAnalyzer, E.PrimExpr], Interval]] = {
+# Each handler takes the node type of its key.
+_HANDLERS: dict[type, Callable[[ConstIntBoundAnalyzer, Any], Interval]] = {
     E.IntImm: ConstIntBoundAnalyzer._int,
     E.Var: ConstIntBoundAnalyzer._var,
     E.SizeVar: ConstIntBoundAnalyzer._var,

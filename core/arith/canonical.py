@@ -153,7 +153,7 @@ class CanonicalSimplifier:
             out = self._split_div(a, c) if is_div else self._split_mod(a, c)
             if out is not None:
                 return out
-            op = E.FloorDiv if is_div else E.FloorMod
+            op: type[E.BinaryOp] = E.FloorDiv if is_div else E.FloorMod
         else:
             op = type(e)
         return SumForm.atom(op(self.render(a), b))
@@ -232,6 +232,7 @@ class CanonicalSimplifier:
                 a, k = neg.pop(0)
                 out = E.Mul(a, E.IntImm(t, wrap(-k, t)))  # x * -1
         for a, k in neg:
+            assert out is not None  # set above when neg is not empty
             if fits(k, k, t):
                 out = E.Sub(out, a if k == 1 else E.Mul(a, E.IntImm(t, k)))
             else:  # the magnitude of INT_MIN does not fit: add the coefficient itself

@@ -20,7 +20,7 @@ ModularSet(coeff=8, base=4)
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import attrs
 
@@ -169,7 +169,8 @@ class ModularSetAnalyzer:
         return self._wrapped(m, iv_add(self._interval(e.base), steps), e)
 
 
-_HANDLERS: dict[type, Callable[[ModularSetAnalyzer, E.PrimExpr], ModularSet]] = {
+# Each handler takes the node type of its key.
+_HANDLERS: dict[type, Callable[[ModularSetAnalyzer, Any], ModularSet]] = {
     E.IntImm: ModularSetAnalyzer._int,
     E.Var: ModularSetAnalyzer._var,
     E.SizeVar: ModularSetAnalyzer._var,

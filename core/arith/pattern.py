@@ -242,7 +242,7 @@ class POp(Pattern):
             return _BUILD[op](cond, *_build_siblings(self.kids[1:], m, hint))
         if op in (E.Broadcast, E.Ramp):
             elem = hint.element_of() if hint is not None else None
-            return op(*_build_siblings(self.kids[:-1], m, elem), self.kids[-1].build(m, None))
+            return _BUILD[op](*_build_siblings(self.kids[:-1], m, elem), self.kids[-1].build(m, None))
         return _BUILD[op](*_build_siblings(self.kids, m, hint if op in _ARITH else None))
 
     def interval(self, m: Match) -> Optional[Interval]:

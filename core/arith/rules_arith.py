@@ -13,7 +13,7 @@ dtype because lane-wise identities are exact.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
@@ -280,7 +280,7 @@ def _minmax_rules(mn, mx):
 MIN = _minmax_rules(min_, max_)
 MAX = _minmax_rules(max_, min_)
 
-INT_RULES = {
+INT_RULES: dict[type, list[Any]] = {
     E.Add: ADD, E.Sub: SUB, E.Mul: MUL, E.FloorDiv: FLOORDIV, E.FloorMod: FLOORMOD,
     E.Div: TRUNCDIV, E.Mod: TRUNCMOD, E.Min: MIN, E.Max: MAX,
 }
@@ -298,7 +298,7 @@ def _lanewise(op) -> list:
     return [Rule(op(bcast(x, lanes), bcast(y, lanes)), bcast(op(x, y), lanes))]
 
 
-VECTOR_RULES = {
+VECTOR_RULES: dict[type, list[Any]] = {
     E.Add: _lanewise(lambda a, b: a + b) + [
         Rule(ramp(x, y, lanes) + ramp(z, w, lanes), ramp(x + z, y + w, lanes), _int_ramp),
         Rule(ramp(x, y, lanes) + bcast(z, lanes), ramp(x + z, y, lanes), _int_ramp),

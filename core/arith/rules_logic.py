@@ -9,7 +9,7 @@ of floats are only folded (NaN makes most identities false).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
@@ -149,7 +149,7 @@ NE = _eq_rules(lambda a, b: a != b, ops.ne) + [
     Rule(x * c1 != c2, True, lambda m: m.c1 != 0 and m.c2 % m.c1 != 0 and m.no_overflow(x * c1)),
 ]
 
-CMP_RULES = {
+CMP_RULES: dict[type, list[Any]] = {
     E.LT: LT, E.LE: LE, E.EQ: EQ, E.NE: NE,
     E.GT: [Rule(x > y, y < x)],
     E.GE: [Rule(x >= y, y <= x)],
@@ -244,4 +244,4 @@ def _cast(e: E.Cast, an: Analyzer) -> Optional[E.PrimExpr]:
     return None
 
 
-LOGIC_RULES = {E.Not: NOT, E.And: AND, E.Or: OR, E.Select: SELECT, E.Cast: [FnRule(_cast)]}
+LOGIC_RULES: dict[type, list[Any]] = {E.Not: NOT, E.And: AND, E.Or: OR, E.Select: SELECT, E.Cast: [FnRule(_cast)]}

@@ -90,9 +90,11 @@ class BackendOptions:
 class Artifact(bytes):
     """The bytes ``compile`` returned, plus the file holding them when the disk cache has one.
 
-    A backend that needs a file (``dlopen`` of a shared library) can use
-    :attr:`path` instead of writing the bytes out again; it is None when the
-    artifact was not cached.  The file never changes while it exists.
+    :attr:`path` (None when the artifact was not cached) says where the entry is,
+    for messages and tools.  Load from the bytes, which passed the cache's
+    check, never from that file: it may be damaged, rebuilt or evicted while the
+    module lives, and ``dlopen`` of a path already loaded returns the old library.
+    A backend that needs a file writes the bytes to a private one.
     """
 
     path: str | None
@@ -138,8 +140,16 @@ def unpack_sections(data: bytes, where: str = "artifact") -> dict[str, bytes]:
 
 
 def signature_of(func: PrimFunc) -> PrimFunc:
-    """``func`` without its body: params, buffer_map and attrs, all the runtime checks need."""
-    return PrimFunc(func.params, no_op(), func.ret_type, func.buffer_map, func.attrs)
+    """``func`` without its body: params, buffer_map and attrs, all the runtime checks need.
+
+    The attrs always hold ``loom.written_params`` (the parameters the body may
+    write, :func:`loom.transform.make_api.declared_writes`), computed from the
+    body before it is dropped, so exported and cached signatures keep it.
+    """
+    from ..transform.make_api import WRITTEN_PARAMS_ATTR, declared_writes  # lazy: the passes import much of loom
+
+    attrs = {**func.attrs, WRITTEN_PARAMS_ATTR: declared_writes(func)}
+    return PrimFunc(func.params, no_op(), func.ret_type, func.buffer_map, attrs)
 
 
 @attrs.frozen
@@ -186,8 +196,8 @@ class ModuleInfo:
         if not all(isinstance(x, str) for x in doc["imports"]) or \
                 not all(isinstance(k, str) and isinstance(v, str) for k, v in doc["sources"].items()):
             raise SerializationError(f"{where}: imports and sources must hold strings")
-        return cls(doc["kind"], doc["target"], doc["entry"], dict(mod.functions), tuple(doc["imports"]),
-                   dict(doc["sources"]))
+        funcs = {k: f for k, f in mod.functions.items() if isinstance(f, PrimFunc)}  # all of them, checked above
+        return cls(doc["kind"], doc["target"], doc["entry"], funcs, tuple(doc["imports"]), dict(doc["sources"]))
 
 
 class Backend:

@@ -41,7 +41,7 @@ from .base import Artifact, Backend, BackendOptions, ModuleInfo, THREAD_SEMANTIC
 __all__ = ["BackendError", "get_backend", "build_module", "load_artifact", "stats", "reset_backend_cache",
            "called_functions"]
 
-log = logging.getLogger("loom.backend")
+log = logging.getLogger(__name__)
 
 
 class BackendError(PluginError):
@@ -116,6 +116,7 @@ def get_backend(kind: str) -> tuple[Backend, str]:
 # --------------------------------------------------------------------------- statistics
 
 _stats: Counter[str] = Counter()
+_cache_warnings: set[str] = set()  # cache problems already logged as warnings
 
 
 def stats() -> dict[str, int]:
@@ -142,10 +143,13 @@ class _Stages:
         self.backend, self.plugin, self.kind = backend, plugin, backend.kind
 
     def run(self, stage: str, fn: Callable[..., Any], *args: Any, check: Callable[[Any], str | None]) -> Any:
+        start = time.perf_counter()
         try:
             out = fn(*args)
         except LoomError as err:
-            err.add_note(f"(raised by the {stage} stage of the {self.kind!r} backend, plugin {self.plugin!r})")
+            add_note = getattr(err, "add_note", None)  # Python 3.11+
+            if add_note is not None:
+                add_note(f"(raised by the {stage} stage of the {self.kind!r} backend, plugin {self.plugin!r})")
             raise
         except Exception as err:  # noqa: BLE001 - the plugin's bug, named
             raise BackendError(f"the {stage} stage of the {self.kind!r} backend (plugin {self.plugin!r}) raised "
@@ -154,6 +158,7 @@ class _Stages:
         if problem is not None:
             raise BackendError(f"the {stage} stage of the {self.kind!r} backend (plugin {self.plugin!r}) returned "
                                f"{problem}", self.plugin, self.kind, stage)
+        log.debug("%s backend: %s stage in %.3f ms", self.kind, stage, (time.perf_counter() - start) * 1e3)
         return out
 
 
@@ -196,7 +201,7 @@ def _entry_of(mod: IRModule) -> str:
     names = list(mod.functions)
     if "main" in mod.functions:
         return "main"
-    hosts = [n for n in names if mod.functions[n].attrs.get("calling_conv") != "device_kernel"]
+    hosts = [n for n in names if getattr(mod.functions[n], "attrs", {}).get("calling_conv") != "device_kernel"]
     return (hosts or names or [""])[0]
 
 
@@ -242,14 +247,14 @@ def _compiled(stages: _Stages, sources: dict[str, str], options: BackendOptions)
     backend = stages.backend
 
     def compile_() -> bytes:
-        start = time.perf_counter()
         out = stages.run("compile", backend.compile, sources, options, check=_is_bytes)
         _count("compiles")
-        log.debug("compiled %s in %.3f s", stages.kind, time.perf_counter() - start)
         return bytes(out)
 
     cache = DiskCache.default(f"backend-{stages.kind}", suffix=backend.artifact_suffix) if backend.cacheable else None
     if cache is None:
+        log.debug("%s backend: compile cache %s", stages.kind, "off" if backend.cacheable else "not used (the "
+                  "backend is not cacheable)")
         return Artifact(compile_())
     identity = stages.run("compiler_identity", backend.compiler_identity, options,
                           check=lambda x: None if isinstance(x, str) else f"a {type(x).__name__}; expected str")
@@ -264,14 +269,16 @@ def _compiled(stages: _Stages, sources: dict[str, str], options: BackendOptions)
             fh.write(data)
 
     try:
-        path = cache.get_or_create(key, write)
+        data, path = cache.fetch(key, write)  # the checked bytes: the file may change after this
     except CacheError as err:
-        log.warning("%s; compiling without the cache", err)
+        message = f"{err}; compiling without the cache"
+        # Once per problem: a refused folder would otherwise warn on every build.
+        (log.debug if message in _cache_warnings else log.warning)("%s", message)
+        _cache_warnings.add(message)
         return Artifact(compile_())
     _count("cache_misses" if built else "cache_hits")
-    log.debug("%s artifact %s: %s", stages.kind, "compiled into the cache" if built else "loaded from the cache", path)
-    with open(path, "rb") as fh:
-        return Artifact(fh.read(), path)
+    log.debug("%s backend: compile cache %s: %s", stages.kind, "miss, compiled into" if built else "hit", path)
+    return Artifact(data, path)
 
 
 def load_artifact(data: bytes, info: ModuleInfo, stages: _Stages | None = None) -> Any:

@@ -19,6 +19,11 @@ native ABI of the C backend, is a dialect's choice made in those methods.
 Vector values use GCC vector extensions; operations C cannot express on whole
 vectors are rendered lane by lane in a statement expression (re-vectorized by cc).
 
+Integer division and remainder by a divisor that is not a non-zero constant
+check it first where the dialect says how to fail (:meth:`~CStyleRenderer.division_by_zero`):
+C leaves a zero divisor undefined and x86 traps on it.  Buffer offsets are
+computed in 64 bits whenever 32 could overflow (:meth:`~CStyleRenderer.flat_index`).
+
 >>> import loom
 >>> from loom.ir import BufferStore, PrimFunc
 >>> A = loom.decl_buffer((4,), "float32", name="A")
@@ -39,7 +44,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DataType
 from ..ir.function import IRModule, PrimFunc
 from ..ir.op import Op
-from ..runtime.abi import abi_vars
+from ..runtime.abi import abi_vars, division_by_zero_message
 from .cstyle_ops import BASE_CODE_FOR_OP, LIBM_FUNCTIONS, PREAMBLE, CodegenError, Template, is_simple, sanitize
 from .cstyle_stmt import Release, StatementRenderer
 
@@ -102,12 +107,14 @@ class CStyleRenderer(StatementRenderer):
 
     def render(self, mod: IRModule | PrimFunc, name: str = "default_function") -> str:
         """The whole translation unit: preamble, typedefs, declarations, functions."""
-        funcs = {name: mod} if isinstance(mod, PrimFunc) else dict(mod.functions)
-        self.typedefs, self.externs, self.declarations = {}, {}, {}
-        self.functions = {}
-        for fname, func in funcs.items():
+        funcs: dict[str, PrimFunc] = {}
+        for fname, func in ({name: mod} if isinstance(mod, PrimFunc) else dict(mod.functions)).items():
             if not isinstance(func, PrimFunc):
                 raise CodegenError(f"the C renderer renders PrimFuncs; {fname!r} is a {type(func).__name__}")
+            funcs[fname] = func
+        self.typedefs, self.externs, self.declarations = {}, {}, {}
+        self.functions = {}
+        for fname in funcs:
             clash = next((n for n, sym in self.functions.items() if sym == self.symbol(fname)), None)
             if clash is not None:
                 raise CodegenError(f"functions {clash!r} and {fname!r} both become the C symbol {self.symbol(fname)!r}")
@@ -128,12 +135,14 @@ class CStyleRenderer(StatementRenderer):
     def render_function(self, name: str, func: PrimFunc) -> list[str]:
         """One PrimFunc: its signature, then the prologue, the body and the epilogue in braces."""
         self._names: dict[int, str] = {}
-        self._used: set[str] = set()
+        self._used: set[str] = set(self.functions.values())  # no local may hide a function it calls
         self._declared: set[int] = set()
         self._bound: set[int] = set()  # thread variables bound around the current statement
         self._elem: dict[int, DataType | None] = {}
         self._releases: list[Release] = []
         self._parallel = 0
+        self._region = None
+        self._regions = 0
         self._tmp = 0
         self._lines: list[str] = []
         self._depth = 1
@@ -268,7 +277,9 @@ class CStyleRenderer(StatementRenderer):
         return f"({text})" if text[0] == "-" else text
 
     def string_literal(self, text: str) -> str:
-        body = "".join(("\\" + c if c in '"\\?' else c) if 32 <= ord(c) < 127 else f"\\{ord(c):03o}" for c in text)
+        """``text`` as a C string literal of its UTF-8 bytes (what the runtime decodes messages as)."""
+        chars = (chr(x) for x in text.encode("utf-8"))
+        body = "".join(("\\" + c if c in '"\\?' else c) if 32 <= ord(c) < 127 else f"\\{ord(c):03o}" for c in chars)
         return f'"{body}"'
 
     def math_name(self, fn: str, t: DataType) -> str:
@@ -301,10 +312,37 @@ class CStyleRenderer(StatementRenderer):
         if t.is_float and sym == "%":
             return self.elementwise(t, [n.a, n.b], lambda a, b: f"{self.math_name('fmod', t)}({a}, {b})")
         if sym in "/%" and t.is_int and t.bits >= 32:
-            return self.elementwise(t, [n.a, n.b], lambda a, b: self._signed_division(t, sym, a, b), dup=True)
+            lane = lambda a, b: self._signed_division(t, sym, a, b)  # noqa: E731
+            return self.int_division(n, lane, lambda: self.elementwise(t, [n.a, n.b], lane, dup=True))
+        if sym in "/%" and (t.is_integer or t.is_bool):  # C traps on a zero divisor of any of them
+            return self.int_division(n, lambda a, b: self.wrap(t, f"{a} {sym} {b}"), lambda: self._plain_arith(n, sym))
+        return self._plain_arith(n, sym)
+
+    def _plain_arith(self, n: E.BinaryOp, sym: str) -> str:
+        t = n.dtype
         if t.lanes > 1 and not t.is_bool and (t.is_float or t.bits >= 32) and _pow2_lanes(t.lanes) == t.lanes:
             return f"({self.expr(n.a)} {sym} {self.expr(n.b)})"  # native vector arithmetic
         return self.elementwise(t, [n.a, n.b], lambda a, b: self.wrap(t, f"{a} {sym} {b}"))
+
+    def division_by_zero(self, message: str) -> str | None:
+        """The C statements that fail the function when an integer divisor is zero, or None: no check.
+
+        The base renders no check (a dialect without a way to fail keeps C's
+        behaviour); the CPU dialect fails with ``message`` (:meth:`fail`).
+        """
+        return None
+
+    def int_division(self, n: E.BinaryOp, lane: Callable[[str, str], str], unchecked: Callable[[], str]) -> str:
+        """Integer division or remainder ``n``: ``unchecked()`` when its divisor is a non-zero constant (or
+        the dialect does not check), else lane by lane ``lane(a, b)`` after a zero test of ``b``."""
+        failure = None if _nonzero_constant(n.b) else self.division_by_zero(division_by_zero_message(str(n)))
+        if failure is None:
+            return unchecked()
+
+        def checked(a: str, b: str) -> str:
+            return f"({{ if (__builtin_expect({b} == 0, 0)) {{ {failure} }} {lane(a, b)}; }})"
+
+        return self.elementwise(n.dtype, [n.a, n.b], checked, dup=True)
 
     def _signed_division(self, t: DataType, sym: str, a: str, b: str) -> str:
         """C's ``/`` or ``%`` of ``int32``/``int64`` lanes, with ``INT_MIN / -1`` wrapping as in the IR.
@@ -349,13 +387,34 @@ class CStyleRenderer(StatementRenderer):
             return data
         return f"(({self.type_name(buf.dtype)} *){data})"
 
-    def _flat(self, buf: Any, indices: list[str]) -> str:
-        terms = [] if isinstance(buf.elem_offset, E.IntImm) and buf.elem_offset.value == 0 \
-            else [self.expr(buf.elem_offset)]
-        for idx, stride in zip(indices, buf.effective_strides()):
+    def _flat(self, buf: Any, indices: list[str], dtypes: list[DataType] | None = None) -> str:
+        """The element offset of ``indices`` (C texts, of ``dtypes``: default int32) into ``buf``.
+
+        Computed in ``int64_t`` when an offset into the buffer may not fit an
+        ``int32_t`` (:func:`_needs_wide_offsets`): the product of a 32-bit index and
+        a stride would wrap, and address memory outside the buffer.
+        """
+        if dtypes is None:
+            dtypes = [DataType("int", 32)] * len(indices)
+        offset = buf.elem_offset
+        parts: list[tuple[str, DataType, str | None]] = []  # (index, its dtype, stride unless 1)
+        if not (isinstance(offset, E.IntImm) and offset.value == 0):
+            parts.append((self.expr(offset), offset.dtype, None))
+        for idx, t, stride in zip(indices, dtypes, buf.effective_strides()):
             one = isinstance(stride, E.IntImm) and stride.value == 1
-            terms.append(idx if one else f"{idx} * {self.expr(stride)}")
+            parts.append((idx, t, None if one else self.expr(stride)))
+        # One index times 1 is the index itself: no arithmetic, nothing to overflow.
+        wide = (len(parts) > 1 or any(stride is not None for _, _, stride in parts)) and _needs_wide_offsets(buf)
+        terms = []
+        for text, t, stride in parts:
+            if wide and not (t.bits == 64 and t.lanes == 1):
+                text = f"(int64_t)({text})"
+            terms.append(text if stride is None else f"{text} * {stride}")
         return " + ".join(terms) or "0"
+
+    def flat_index(self, buf: Any, indices: Any) -> str:
+        """The C element offset of the IR ``indices`` into ``buf`` (see :meth:`_flat`)."""
+        return self._flat(buf, [self.expr(i) for i in indices], [i.dtype for i in indices])
 
     def _contiguous(self, buf: Any, indices: tuple[Any, ...]) -> str | None:
         """The scalar flat start of a unit-stride vector access, else None."""
@@ -365,12 +424,12 @@ class CStyleRenderer(StatementRenderer):
         ramp, stride = indices[ramps[0]], buf.effective_strides()[ramps[0]]
         if not all(isinstance(x, E.IntImm) and x.value == 1 for x in (ramp.stride, stride)):
             return None
-        return self._flat(buf, [self.expr(ramp.base if k == ramps[0] else i) for k, i in enumerate(indices)])
+        return self.flat_index(buf, [ramp.base if k == ramps[0] else i for k, i in enumerate(indices)])
 
     def load(self, n: E.BufferLoad) -> str:
         ptr = self.pointer(n.buffer)
         if n.dtype.lanes == 1 or n.dtype == n.buffer.dtype:
-            return f"{ptr}[{self._flat(n.buffer, [self.expr(i) for i in n.indices])}]"
+            return f"{ptr}[{self.flat_index(n.buffer, n.indices)}]"
         start = self._contiguous(n.buffer, n.indices)
         if start is not None:
             v = self.tmp()
@@ -379,7 +438,31 @@ class CStyleRenderer(StatementRenderer):
         decls, refs = self._bind(list(n.indices), [self.expr(i) for i in n.indices], vector=True)
         out = self.tmp()
         return (f"({{ {' '.join(decls)} {self.type_name(n.dtype)} {out}; for (int _l = 0; _l < {n.dtype.lanes}; "
-                f"++_l) {out}[_l] = {ptr}[{self._flat(n.buffer, refs)}]; {out}; }})")
+                f"++_l) {out}[_l] = {ptr}[{self._flat(n.buffer, refs, [i.dtype for i in n.indices])}]; {out}; }})")
+
+
+_INT32_LIMIT = 1 << 31
+
+
+def _needs_wide_offsets(buf: Any) -> bool:
+    """Whether an offset into ``buf`` may exceed ``int32_t``: unless its shape, strides and offset are
+    constants whose largest offset fits, an offset is computed in 64 bits (as the llvm backend always does)."""
+    extent = buf.elem_offset.value if isinstance(buf.elem_offset, E.IntImm) else None
+    if extent is None:
+        return True
+    for n, stride in zip(buf.shape, buf.effective_strides()):
+        if not (isinstance(n, E.IntImm) and isinstance(stride, E.IntImm)):
+            return True
+        extent += max(n.value - 1, 0) * abs(stride.value)
+    return extent * max(1, buf.dtype.lanes) >= _INT32_LIMIT
+
+
+def _nonzero_constant(e: Any) -> bool:
+    """Whether the divisor ``e`` is a constant without a zero lane (a division by it needs no check)."""
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.IntImm) and e.value != 0
+
 
 def _pow2_lanes(lanes: int) -> int:
     """The lane count of the GCC vector holding ``lanes`` lanes: the next power of two."""

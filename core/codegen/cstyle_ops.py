@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import LoomError
 from ..ir import expr as E
 from ..ir.dtype import DataType
+from ..runtime.symbols import is_reserved_name
 
 if TYPE_CHECKING:
     from .cstyle import CStyleRenderer
@@ -40,9 +41,14 @@ _C_WORDS = frozenset(
 
 
 def sanitize(name: str) -> str:
-    """A C identifier for ``name``: never empty, never a keyword, never starting with ``_``."""
+    """A C identifier for ``name``: never empty, never starting with ``_``, never a keyword nor a
+    name the C library, its headers or the runtime use (:func:`loom.runtime.symbols.is_reserved_name`).
+
+    >>> [sanitize(n) for n in ("i.outer", "int", "linux", "NAN", "A")]
+    ['i_outer', 'v_int', 'v_linux', 'v_NAN', 'A']
+    """
     out = re.sub(r"[^A-Za-z0-9_]", "_", name) or "v"
-    if out[0].isdigit() or out[0] == "_" or out in _C_WORDS:
+    if out[0].isdigit() or out[0] == "_" or out in _C_WORDS or is_reserved_name(out):
         out = "v_" + out.lstrip("_")
     return out
 
@@ -86,11 +92,14 @@ def _floor_op(kind: str) -> Template:
                 return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"{fl}({a} / {b})")
             body = lambda a, b: f"({a} - {fl}({a} / {b}) * {b})"  # noqa: E731
             return r.elementwise(n.dtype, [n.a, n.b], body, dup=True)
-        if t.is_uint or t.is_bool:
+        if t.is_uint or t.is_bool:  # truncating and floor division agree
             sym = "/" if kind == "div" else "%"
-            return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: r.wrap(t, f"{a} {sym} {b}"))
-        ct = r.type_name(t)
-        return r.elementwise(n.dtype, [n.a, n.b], lambda a, b: f"(({ct})loom_floor{kind}({a}, {b}))")
+            lane = lambda a, b: r.wrap(t, f"{a} {sym} {b}")  # noqa: E731
+        else:
+            ct = r.type_name(t)
+            lane = lambda a, b: f"(({ct})loom_floor{kind}({a}, {b}))"  # noqa: E731
+        # A zero divisor is checked first where the dialect can fail (C traps on it).
+        return r.int_division(n, lane, lambda: r.elementwise(n.dtype, [n.a, n.b], lane))
     return render
 
 
@@ -126,6 +135,10 @@ def _extern(r: CStyleRenderer, n: E.Call) -> str:
     name, *args = n.args
     if not isinstance(name, E.StringImm):
         raise CodegenError(f"call_extern needs a function name (StringImm) first, got {type(name).__name__}")
+    clash = next((f for f, symbol in r.functions.items() if symbol == name.value), None)
+    if clash is not None:
+        raise CodegenError(f"the external C function {name.value!r} has the symbol of the module's function "
+                           f"{clash!r}: rename one of them")
     if name.value not in r.header_functions:
         types = ", ".join(r.type_name(a.dtype.element_of()) for a in args) or "void"
         r.externs.setdefault(name.value, f"extern {r.type_name(n.dtype.element_of())} {name.value}({types});")

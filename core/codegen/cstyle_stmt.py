@@ -14,22 +14,29 @@ is behind overridable hooks:
   at the end of its scope.  The base refuses both (a device dialect cannot
   allocate on the heap);
 * :meth:`~StatementRenderer.render_thread_extent`: a thread binding, which the
-  dialect's :attr:`thread_idx` maps to an index expression, or a serial loop.
+  dialect's :attr:`thread_idx` maps to an index expression, or a serial loop;
+* :meth:`~StatementRenderer.region_failure`: how a failure recorded inside an
+  OpenMP loop fails the function after the loop (see :meth:`~StatementRenderer.fail`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import logging
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import attrs
 
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.dtype import DataType
 from ..ir.function import GlobalVar
 from ..runtime.abi import DEVICE_TYPE_ANNOTATION
 from .cstyle_ops import CodegenError, is_simple
 
-__all__ = ["StatementRenderer", "Release", "may_exit", "constant_count", "fits_stack", "is_device_allocation"]
+_log = logging.getLogger(__name__)
+
+__all__ = ["StatementRenderer", "Release", "Region", "may_exit", "constant_count", "fits_stack",
+           "is_device_allocation"]
 
 
 @attrs.frozen
@@ -45,14 +52,24 @@ class Release:
     at_end: str
 
 
+@attrs.define
+class Region:
+    """An OpenMP loop being rendered: a failure inside it stores its message in ``error`` and jumps to
+    ``label``, the end of the iteration (no statement may leave the loop); ``used`` once one does."""
+
+    error: str
+    label: str
+    used: bool = False
+
+
 class StatementRenderer:
     """The ``stmt_*`` methods and their hooks (a base of :class:`~loom.codegen.CStyleRenderer`, which
     provides the expression rendering and emission helpers they use)."""
 
-    stack_limit: int
+    stack_limit: ClassVar[int]
     openmp: bool
-    parallel_pragma: str
-    thread_idx: dict[str, str]
+    parallel_pragma: ClassVar[str]
+    thread_idx: ClassVar[dict[str, str]]
     _lines: list[str]
     _depth: int
     _declared: set[int]
@@ -60,6 +77,27 @@ class StatementRenderer:
     _elem: dict[int, Any]
     _releases: list[Release]
     _parallel: int
+    #: The OpenMP loop whose body is being rendered, else None; how many the function has had.
+    _region: Region | None
+    _regions: int
+
+    if TYPE_CHECKING:  # what CStyleRenderer provides (this class is only ever its base)
+        indent_unit: ClassVar[str]
+
+        def expr(self, e: Any) -> str: ...
+        def emit(self, line: str) -> None: ...
+        def name(self, var: E.Var) -> str: ...
+        def bind(self, base: str, ctype: str, text: str) -> str: ...
+        def tmp(self) -> str: ...
+        def block(self, head: str, body: S.Stmt | None, tail: str = "}") -> None: ...
+        def type_name(self, t: DataType) -> str: ...
+        def string_literal(self, text: str) -> str: ...
+        def pointer(self, buf: Any) -> str: ...
+        def flat_index(self, buf: Any, indices: Any) -> str: ...
+        def _flat(self, buf: Any, indices: list[str], dtypes: list[DataType] | None = None) -> str: ...
+        def _contiguous(self, buf: Any, indices: tuple[Any, ...]) -> str | None: ...
+        def _vector_bytes(self, t: DataType, var: str) -> str: ...
+        def _bind(self, operands: list[Any], texts: list[str], vector: bool) -> tuple[list[str], list[str]]: ...
 
     # -- hooks ----------------------------------------------------------------
 
@@ -76,6 +114,28 @@ class StatementRenderer:
     def allocate_device(self, s: S.Allocate, ctype: str, name: str) -> Release:
         """Like :meth:`allocate_heap`, for memory of the device ``s``'s annotations name."""
         raise CodegenError(f"{type(self).__name__} cannot allocate device memory ({s.buffer_var.name})")
+
+    def region_failure(self, message: str) -> str:
+        """The C statements that fail the function with the message in the C variable ``message``, after
+        an OpenMP loop in which a statement failed (:meth:`fail`)."""
+        raise CodegenError(f"{type(self).__name__} cannot fail after a parallel loop; the dialect must override "
+                           "region_failure")
+
+    def fail(self, message: str) -> str:
+        """C statements that fail the function with ``message`` wherever they run.
+
+        Outside OpenMP loops it is the dialect's :meth:`assert_failure`.  Inside one,
+        where no statement may leave the loop, the message is stored (atomically:
+        threads may fail at once) into the loop's error variable and the rest of
+        the iteration is skipped; after the loop, :meth:`region_failure` fails the
+        function with it.  The other iterations run to their end.
+        """
+        region = self._region
+        if region is None:
+            return self.assert_failure(message)
+        region.used = True
+        return (f"__atomic_store_n(&{region.error}, {self.string_literal(message)}, __ATOMIC_RELAXED); "
+                f"goto {region.label};")
 
     def error_cleanup(self) -> str:
         """The ``on_error`` statements of every live allocation, innermost first (with a trailing space)."""
@@ -186,23 +246,44 @@ class StatementRenderer:
         if not is_simple(extent):
             hi = self.bind(f"{v}_end", ct, hi)
         parallel = s.kind == S.ForKind.PARALLEL and self.openmp and self._parallel == 0
+        if s.kind == S.ForKind.PARALLEL and self.openmp and self._parallel:
+            _log.warning("the parallel loop %s runs serially: it is nested in a parallel loop, whose threads "
+                         "already occupy the cores", s.loop_var.name)
         if parallel and may_exit(s.body, self.stack_limit):
             self.emit("/* serial: the body may return an error, which OpenMP loops cannot */")
+            _log.warning("the parallel loop %s runs serially: its body may return an error, which an OpenMP "
+                         "loop cannot", s.loop_var.name)
             parallel = False
         if parallel:
             self.emit(self.parallel_pragma)
         elif s.kind == S.ForKind.UNROLLED:
             self.emit(f"#pragma GCC unroll {min(s.extent.value, 65534)}" if isinstance(s.extent, E.IntImm)
                       else "#pragma GCC unroll 8")
-        self._parallel += parallel
-        self.block(f"for ({ct} {v} = {lo}; {v} < {hi}; ++{v})", s.body)
-        self._parallel -= parallel
+        if not parallel:
+            self.block(f"for ({ct} {v} = {lo}; {v} < {hi}; ++{v})", s.body)
+            return
+        mark = len(self._lines) - 1  # the pragma's line
+        self._regions += 1
+        region = self._region = Region(f"loom_failed_{self._regions}", f"loom_next_{self._regions}")
+        self._parallel += 1
+        self.emit(f"for ({ct} {v} = {lo}; {v} < {hi}; ++{v}) {{")
+        self._depth += 1
+        self.stmt(s.body)
+        if region.used:
+            self.emit(f"{region.label}: ;")
+        self._depth -= 1
+        self.emit("}")
+        self._parallel -= 1
+        self._region = None
+        if region.used:  # declared before the pragma: shared by the loop's threads
+            self._lines.insert(mark, self.indent_unit * self._depth + f"const char *{region.error} = 0;")
+            self.emit(f"if ({region.error}) {{ {self.region_failure(region.error)} }}")
 
     def stmt_BufferStore(self, s: S.BufferStore) -> None:
         buf, t = s.buffer, s.value.dtype
         ptr = self.pointer(buf)
         if t.lanes == 1 or t == buf.dtype:
-            self.emit(f"{ptr}[{self._flat(buf, [self.expr(i) for i in s.indices])}] = {self.expr(s.value)};")
+            self.emit(f"{ptr}[{self.flat_index(buf, s.indices)}] = {self.expr(s.value)};")
             return
         value, v = self.expr(s.value), self.tmp()
         start = self._contiguous(buf, s.indices)
@@ -212,7 +293,7 @@ class StatementRenderer:
             return
         decls, refs = self._bind(list(s.indices), [self.expr(i) for i in s.indices], vector=True)
         self.emit(f"{{ {self.type_name(t)} {v} = {value}; {' '.join(decls)} for (int _l = 0; _l < {t.lanes}; ++_l) "
-                  f"{ptr}[{self._flat(buf, refs)}] = {v}[_l]; }}")
+                  f"{ptr}[{self._flat(buf, refs, [i.dtype for i in s.indices])}] = {v}[_l]; }}")
 
     def stmt_Allocate(self, s: S.Allocate) -> None:
         self.scoped(s.buffer_var, lambda: self._allocate(s))

@@ -15,12 +15,15 @@ stages (:func:`loom.backend.build_module`): the host module imports the others
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..backend import build_module, get_backend
 from ..errors import LoomTypeError, LoomValueError
 from ..ir.buffer import Buffer
 from ..ir.function import IRModule, PrimFunc
+from ..ir.recursion import deep_recursion
 from ..runtime.linking import link
 from ..target import CompilationConfig, Target
 from ..target.compilation_config import _default_host
@@ -29,7 +32,12 @@ from ..transform.pass_base import PassContext
 from . import pipeline
 from .lower import driver_context, lower_with_target, run_passes
 
+if TYPE_CHECKING:
+    from ..runtime.module import Module
+
 __all__ = ["build", "is_lowered"]
+
+_log = logging.getLogger(__name__)
 
 
 def is_lowered(mod: IRModule) -> bool:
@@ -83,7 +91,7 @@ def _resolve_targets(inputs: Any, target: Any, target_host: Any) -> tuple[Compil
 
 
 def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, target_host: Any = None,
-          name: str = "default_function", binds: Mapping[Any, Buffer] | None = None) -> Any:
+          name: str = "default_function", binds: Mapping[Any, Buffer] | None = None) -> Module:
     """Build a runtime Module from a schedule, a PrimFunc, an IRModule or ``{target: input}``.
 
     :param inputs: a Schedule (needs ``args``), a PrimFunc or IRModule (lowered
@@ -112,8 +120,11 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     array([1., 2., 3., 4.], dtype=float32)
     """
     cfg, work = _resolve_targets(inputs, target, target_host)
-    with driver_context():
-        return _build(cfg, work, args, name, binds)
+    start = time.perf_counter()
+    with driver_context(), deep_recursion("build"):
+        built = _build(cfg, work, args, name, binds)
+    _log.debug("build %s: %.3f ms in all", name, (time.perf_counter() - start) * 1e3)
+    return built
 
 
 def _pipeline(tgt: Target, host_target: Target) -> list[Any]:
@@ -124,14 +135,17 @@ def _pipeline(tgt: Target, host_target: Target) -> list[Any]:
 
 
 def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequence[Any] | None, name: str,
-           binds: Mapping[Any, Buffer] | None) -> Any:
+           binds: Mapping[Any, Buffer] | None) -> Module:
     host_target = cfg.host_target
     parts: dict[Any, tuple[Target, dict[str, Any]]] = {}
     names: dict[str, Target] = {}  # function names are global across the whole build
     for tgt, item in work:
+        start = time.perf_counter()
         with tgt:
             mod = _annotate(_lowered(item, args, name, binds, tgt), tgt)
             mod = run_passes(mod, _pipeline(tgt, host_target))
+        _log.debug("build %s for %s: lowered and split in %.3f ms", name, tgt.without_host(),
+                   (time.perf_counter() - start) * 1e3)
         clash = sorted(set(names) & set(mod.functions))
         if clash:
             raise LoomValueError(f"build(): function(s) {clash} of the input for {tgt.without_host()} are already "
@@ -144,6 +158,10 @@ def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequenc
     host = built.pop(host_key, None)
     if host is None:
         if len(built) == 1:
+            # Only a CPU target with an explicit host of another kind gets here: it runs its code itself.
+            [(only, _)] = parts.values()
+            _log.warning("build %s: the host %s is not used: the CPU target %s builds and runs all the code",
+                         name, host_target, only.without_host())
             return link(next(iter(built.values())))
         host = build_module(IRModule({}), host_target)
     for dev in built.values():

@@ -19,13 +19,16 @@ after them (``{"before": [...], "after": [...]}``); user passes run last.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Mapping, Sequence
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..errors import LoomError, LoomTypeError, LoomValueError, PluginError
 from ..ir.buffer import Buffer, decl_buffer
 from ..ir.container import Map
 from ..ir.expr import Var
 from ..ir.function import IRModule, PrimFunc
+from ..ir.recursion import deep_recursion
 from ..ir.stmt import Stmt
 from ..target import Target
 from ..transform.instrument import DumpIR, env_instruments, extend_context
@@ -33,10 +36,15 @@ from ..transform.pass_base import Pass, PassContext, PassInfo, PrimFuncPass
 from . import pipeline
 from .build_config import MAX_PHASE, check_lower_passes
 
+if TYPE_CHECKING:
+    from ..te.tensor import Tensor
+
 __all__ = [
     "lower", "lower_with_target", "get_binds", "form_prim_func", "as_pass", "phase_passes", "run_passes",
     "driver_context",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 def as_pass(fn: Any, where: str = "add_lower_pass") -> Pass:
@@ -56,7 +64,7 @@ def as_pass(fn: Any, where: str = "add_lower_pass") -> Pass:
     return PrimFuncPass(apply, PassInfo(name))
 
 
-def _tensor_type() -> type:
+def _tensor_type() -> type[Tensor]:
     from ..te.tensor import Tensor
 
     return Tensor
@@ -157,8 +165,27 @@ def _plugin_passes(target: Target | None, phase: int) -> dict[str, list[Pass]]:
         for place, passes in placed.items():
             if not isinstance(passes, (list, tuple)):
                 raise PluginError(f"{where}: {place!r} must be a list of passes, got {type(passes).__name__}")
-            out[place] += [as_pass(p, where) for p in passes]
+            out[place] += [_PluginPass(as_pass(p, where), impl.plugin_name, phase) for p in passes]
     return out
+
+
+class _PluginPass(Pass):
+    """A pass a plugin contributed: an error that is not a LoomError becomes a PluginError naming the plugin."""
+
+    def __init__(self, inner: Pass, plugin: str, phase: int) -> None:
+        self.inner, self.plugin, self.phase = inner, plugin, phase
+        self.info = inner.info  # same name: disabled_pass / required_pass still apply
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        try:
+            return self.inner.transform(mod, ctx)
+        except LoomError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a plugin's bug, named
+            wrapped = PluginError(f"pass {self.info.name} of plugin {self.plugin!r} (loom_lower_passes, phase "
+                                  f"{self.phase}) failed: {type(err).__name__}: {err}")
+            wrapped.pass_name = self.info.name  # type: ignore[attr-defined]  # named already
+            raise wrapped from err
 
 
 def _user_passes(ctx: PassContext) -> list[list[Pass]]:
@@ -251,9 +278,15 @@ def lower_with_target(sch: Any, args: Sequence[Any] | None, name: str, binds: Ma
                                  "the function takes, in order")
         if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
             raise LoomTypeError(f"args must be a list of Tensor, Buffer or Var, got {type(args).__name__}")
+        start = time.perf_counter()
         func = form_prim_func(_schedule_to_stmt(sch), args, name, binds, ctx)
         mod = IRModule({name: func})
-    return run_passes(mod, phase_passes(target, simple_mode, ctx))
+        _log.debug("lower %s: schedule to PrimFunc in %.3f ms", name, (time.perf_counter() - start) * 1e3)
+    start = time.perf_counter()
+    passes = phase_passes(target, simple_mode, ctx)
+    mod = run_passes(mod, passes)
+    _log.debug("lower %s: %d passes in %.3f ms", name, len(passes), (time.perf_counter() - start) * 1e3)
+    return mod
 
 
 def lower(sch: Any, args: Sequence[Any] | None = None, name: str = "default_function",
@@ -289,4 +322,5 @@ def lower(sch: Any, args: Sequence[Any] | None = None, name: str = "default_func
         B[i.outer * 4 + 2] = A[i.outer * 4 + 2] * 2.0
         B[i.outer * 4 + 3] = A[i.outer * 4 + 3] * 2.0
     """
-    return lower_with_target(sch, args, name, binds, simple_mode, Target.current())
+    with deep_recursion("lower"):
+        return lower_with_target(sch, args, name, binds, simple_mode, Target.current())

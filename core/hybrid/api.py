@@ -30,6 +30,7 @@ from ..errors import LoomError
 from ..ir import expr as E
 from ..ir.container import Array, convert
 from ..ir.node import Node
+from ..ir.recursion import deep_recursion
 from ..ir.stmt import For
 from ..te._te_functor import te_collect
 from ..te.operation import HybridOp
@@ -115,7 +116,8 @@ class HybridFunction:
         stack = _ACTIVE.__dict__.setdefault("stack", [])
         stack.append(self)
         try:
-            return HybridParser(self.source, self.fdef, params, names).parse()
+            with deep_recursion(f"hybrid function {self.func.__name__}"):  # a long sum is a deep tree
+                return HybridParser(self.source, self.fdef, params, names).parse()
         finally:
             stack.pop()
 
@@ -192,9 +194,10 @@ class HybridFunction:
 
 def make_operation(name: str, parsed: Parsed) -> HybridOp:
     """The HybridOp of a parsed body: one axis per loop, outermost first."""
-    loops = te_collect(parsed.body, lambda n: isinstance(n, For))
-    axis = [E.IterVar(E.Range(f.min, f.extent), f.loop_var, "data_par") for f in loops]
-    return HybridOp(name, parsed.inputs, parsed.outputs, axis, parsed.body)
+    with deep_recursion(f"hybrid function {name}"):
+        loops = te_collect(parsed.body, lambda n: isinstance(n, For))
+        axis = [E.IterVar(E.Range(f.min, f.extent), f.loop_var, "data_par") for f in loops]
+        return HybridOp(name, parsed.inputs, parsed.outputs, axis, parsed.body)
 
 
 def script(func: Callable[..., Any]) -> HybridFunction:

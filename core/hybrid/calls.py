@@ -43,9 +43,15 @@ class NewTensor:
 Handler = Callable[[Any, ast.Call, list, dict], Any]
 
 
+def _callee(node: ast.Call) -> str:
+    """The name a handled call is made by (handlers are looked up by a plain name)."""
+    assert isinstance(node.func, ast.Name)
+    return node.func.id
+
+
 def _arity(p: Any, node: ast.Call, args: list, kwargs: dict, names: tuple[str, ...], required: int) -> list:
     """Positional and keyword arguments matched to ``names``; errors name the keyword's signature."""
-    name = node.func.id
+    name = _callee(node)
     sig = f"{name}({', '.join(names)})"
     if len(args) > len(names):
         raise p.error(node, f"{sig} takes at most {len(names)} argument(s), got {len(args)}")
@@ -139,7 +145,7 @@ def _abs(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
 def _extremum(py: Callable[..., Any], ir: Callable[[Any, Any], E.PrimExpr]) -> Handler:
     def handler(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
         if kwargs or len(args) < 2:
-            raise p.error(node, f"{node.func.id}() takes two or more numbers")
+            raise p.error(node, f"{_callee(node)}() takes two or more numbers")
         values = [p.scalar(a, node) for a in args]
         out = values[0]
         for v in values[1:]:

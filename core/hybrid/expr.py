@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from ..ir.container import Array
 from ..ir.dtype import DataType
 from ..ir.producer import ProducerLoad
 from ..te.tensor import Tensor
+
+if TYPE_CHECKING:
+    from .errors import HybridSyntaxError, Source
+    from .scope import Scopes
 
 __all__ = ["ExprMixin", "is_number", "describe"]
 
@@ -72,6 +76,14 @@ def python_value(v: Any) -> Any:
 
 class ExprMixin:
     """The expression half of :class:`~loom.hybrid.parser.HybridParser`."""
+
+    if TYPE_CHECKING:  # provided by HybridParser
+        src: Source
+        scopes: Scopes
+
+        def visit(self, node: ast.AST) -> Any: ...
+        def error(self, node: Optional[ast.AST], reason: str) -> HybridSyntaxError: ...
+        def free_name(self, node: ast.Name) -> Any: ...
 
     # -- helpers -------------------------------------------------------------------
     def segment(self, node: ast.AST) -> str:
@@ -151,7 +163,7 @@ class ExprMixin:
             return sym.value
         return self.free_name(node)
 
-    def visit_Tuple(self, node: ast.Tuple) -> tuple:
+    def visit_Tuple(self, node: ast.Tuple | ast.List) -> tuple:
         return tuple(self.visit(e) for e in node.elts)
 
     visit_List = visit_Tuple

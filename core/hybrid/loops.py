@@ -10,7 +10,7 @@ the body index containers.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
@@ -21,13 +21,37 @@ from .calls import LOOP_KINDS
 from .expr import describe
 from .scope import Symbol
 
-__all__ = ["LoopMixin", "THREAD_TAGS"]
+if TYPE_CHECKING:
+    from .errors import HybridSyntaxError
+    from .scope import Scopes
+
+__all__ = ["LoopMixin", "THREAD_TAGS", "MAX_CONST_RANGE_COPIES"]
+
+#: The most copies of loop bodies the ``const_range`` loops of one hybrid function may make while
+#: parsing (nested loops multiply).  Each copy is parsed anew, so ``const_range(10**8)`` would
+#: never finish; past this, iterate with ``range`` (or ``unroll``, see loom.transform.unroll).
+MAX_CONST_RANGE_COPIES = 8192
 
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z", "vthread")
 
 
 class LoopMixin:
     """The loop half of :class:`~loom.hybrid.parser.HybridParser`."""
+
+    if TYPE_CHECKING:  # provided by HybridParser and ExprMixin
+        scopes: Scopes
+
+        def visit(self, node: ast.AST) -> Any: ...
+        def error(self, node: Optional[ast.AST], reason: str) -> HybridSyntaxError: ...
+        def segment(self, node: ast.AST) -> str: ...
+        def expr(self, v: Any, node: ast.AST) -> E.PrimExpr: ...
+        def const_int(self, v: Any) -> Any: ...
+        def block(self, stmts: list[ast.stmt], symbols: Optional[dict[str, Symbol]] = None,
+                  top: bool = False) -> Stmt: ...
+
+    const_copies = 0  # body copies the const_range loops met so far make, in all
+    const_scale = 1  # how many times the enclosing const_range loops parse the current statement
+    const_counted: set[int]  # the const_range loops (ids of their AST nodes) already counted
 
     def visit_For(self, node: ast.For) -> Any:
         it = node.iter
@@ -73,7 +97,25 @@ class LoopMixin:
         bounds = [self.const_int(v) for v in (lo, hi)]
         if None in bounds:
             raise self.error(node.iter, "const_range needs constant bounds (numbers, or shapes of constant size)")
-        bodies = [self.block(node.body, {name: Symbol("loop", k, node.target)}) for k in range(*bounds)]
+        count = max(0, bounds[1] - bounds[0])
+        if id(node) not in self.const_counted:
+            # Counted once, before any copy is parsed, for every time the enclosing const_range
+            # loops will parse this one (once per copy of their bodies).
+            self.const_counted.add(id(node))
+            planned = self.const_copies + count * self.const_scale
+            if planned > MAX_CONST_RANGE_COPIES:
+                inside = (f" inside {self.const_scale} copies of enclosing const_range bodies"
+                          if self.const_scale > 1 else "")
+                raise self.error(node.iter, f"const_range of {name} copies its body {count} times{inside}, so the "
+                                            f"function would have {planned} copies, more than the limit of "
+                                            f"{MAX_CONST_RANGE_COPIES} (loom.hybrid.loops.MAX_CONST_RANGE_COPIES); "
+                                            f"iterate with range() (a loop) instead")
+            self.const_copies = planned
+        outer_scale, self.const_scale = self.const_scale, self.const_scale * max(count, 1)
+        try:
+            bodies = [self.block(node.body, {name: Symbol("loop", k, node.target)}) for k in range(*bounds)]
+        finally:
+            self.const_scale = outer_scale
         return seq(*bodies)
 
     def loop_extent(self, lo: Any, hi: Any, node: ast.AST) -> tuple[E.PrimExpr, E.PrimExpr, list[tuple[E.Var, Any]]]:

@@ -96,6 +96,7 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         self.src, self.fdef, self.closure = src, fdef, closure
         self.mutable, output_params = usage(fdef)
         self.scopes = Scopes()
+        self.const_counted: set[int] = set()
         self.writable: set[int] = set()
         self.roles: dict[int, tuple[str, ast.AST]] = {}  # declared tensor -> (role, declaring node)
         self.outputs: Optional[list[Tensor]] = None
@@ -113,6 +114,7 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
     # -- driver -------------------------------------------------------------------------------
     def parse(self) -> Parsed:
         body = self.block(self.fdef.body, top=True)
+        assert self.outputs is not None  # block(top=True) refuses a function without a return
         return Parsed(body, self.outputs, self.inputs)
 
     def error(self, node: Optional[ast.AST], reason: str) -> HybridSyntaxError:
@@ -121,7 +123,7 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
     def visit(self, node: ast.AST) -> Any:
         try:
             return super().visit(node)
-        except HybridSyntaxError:
+        except (HybridSyntaxError, RecursionError):  # too deep: loom.ir.recursion reports it
             raise
         except LoomError as err:
             raise self.error(node, str(err)) from err
@@ -173,7 +175,8 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         name = node.id
         if name in self.scopes.retired:
             decl = self.scopes.retired[name]
-            line = f" (declared at line {self.src.first_line + decl.lineno - 1})" if decl is not None else ""
+            line = f" (declared at line {self.src.first_line + getattr(decl, 'lineno', 1) - 1})" \
+                if decl is not None else ""
             raise self.error(node, f"{name} is used outside the block that declares it{line}: in hybrid script a "
                                    f"variable lives in the block of its first assignment; assign it before the "
                                    f"loop or if to use it here")
@@ -216,8 +219,8 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         if not isinstance(value, _Inlined):
             raise self.error(target, "tuple assignment is only for the results of a hybrid function call")
         outs = value.parsed.outputs
-        names = target.elts
-        if len(names) != len(outs) or not all(isinstance(n, ast.Name) for n in names):
+        names = [n for n in target.elts if isinstance(n, ast.Name)]
+        if len(names) != len(outs) or len(names) != len(target.elts):
             raise self.error(target, f"the call returns {len(outs)} tensor(s); assign them to as many names")
         for n, t in zip(names, outs):
             self.check_new_name(n)
@@ -273,7 +276,7 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         v = ops.convert_expr(v)
         if v.dtype != t.dtype:
             if v.dtype.is_float != t.dtype.is_float or v.dtype.is_bool != t.dtype.is_bool:
-                decl = sym.node.lineno + self.src.first_line - 1
+                decl = getattr(sym.node, "lineno", 1) + self.src.first_line - 1
                 raise self.error(node, f"variable {t.name} is {t.dtype} (declared at line {decl}) but is assigned "
                                        f"a {v.dtype} value; a variable keeps the dtype of its first assignment "
                                        f"(write 0.0 to declare a float)")

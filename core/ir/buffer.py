@@ -22,7 +22,7 @@ from ..errors import IRError, LoomValueError
 from .dtype import DataType
 from . import expr as E
 from .expr_ops import convert_expr, const
-from .node import Node, child, children, register_object, value
+from .node import Node, TupleOf, child, children, register_object, value
 
 __all__ = ["Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT"]
 
@@ -37,9 +37,9 @@ class Buffer(Node):
     binding_identity: ClassVar[bool] = True
     is_declaration: ClassVar[bool] = True
     data: E.Var = child(E.Var, binds=True)
-    dtype: DataType = value(DataType, converter=DataType.of)
-    shape: tuple[E.PrimExpr, ...] = children(E.PrimExpr, binds=True)
-    strides: tuple[E.PrimExpr, ...] = children(E.PrimExpr, binds=True)
+    dtype: E.DTypeField = value(DataType, converter=DataType.of)
+    shape: TupleOf[E.PrimExpr] = children(E.PrimExpr, binds=True)
+    strides: TupleOf[E.PrimExpr] = children(E.PrimExpr, binds=True)
     elem_offset: E.PrimExpr = child(E.PrimExpr, binds=True)
     name: str = value(str, default="buffer")
     scope: str = value(str, default="")

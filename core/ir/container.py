@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import LoomTypeError
 from . import expr as E
-from .node import Node, children, mapping, register_object
+from .node import DictOf, Node, TupleOf, children, mapping, register_object
 
 __all__ = ["Array", "Map", "convert"]
 
@@ -24,7 +24,7 @@ __all__ = ["Array", "Map", "convert"]
 class Array(Node, Sequence):
     """An immutable sequence of nodes."""
 
-    items: tuple[Node, ...] = children(Node)
+    items: TupleOf[Node] = children(Node)
 
     def __getitem__(self, i: Any) -> Any:
         return self.items[i]
@@ -40,7 +40,7 @@ class Array(Node, Sequence):
 class Map(Node, Mapping):
     """An immutable mapping; keys are strings or nodes (by identity)."""
 
-    data: dict[Any, Node] = mapping()
+    data: DictOf[Any, Node] = mapping()
     # Mapping's value equality would make Map unhashable; nodes compare by identity.
     __eq__ = object.__eq__
     __hash__ = object.__hash__

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Union
 
 import attrs
 import numpy as np
 
 from ..errors import LoomTypeError
 
-__all__ = ["DataType", "dtype_of"]
+__all__ = ["DataType", "DTypeLike", "dtype_of", "MAX_LANES"]
+
+#: The most lanes a vector dtype can have (so the widest loop ``vectorize`` can turn into vectors).
+MAX_LANES = 65536
+
+#: What :meth:`DataType.of` accepts: a DataType, its text (``"float32x4"``) or a numpy dtype.
+DTypeLike = Union["DataType", str, "np.dtype[Any]", "type[Any]"]
 
 _CODES = ("int", "uint", "float", "bfloat", "bool", "handle")
 _PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle)(\d*)(?:x(\d+))?$")
@@ -40,7 +46,7 @@ class DataType:
     lanes: int = 1
 
     @staticmethod
-    def of(value: Any) -> DataType:
+    def of(value: DTypeLike) -> DataType:
         """Parse ``value`` (a DataType, a string, or a numpy dtype) into a DataType."""
         if isinstance(value, DataType):
             return value
@@ -142,8 +148,8 @@ def _parse(text: str) -> DataType:
     if bits not in _VALID_BITS[code]:
         raise LoomTypeError(f"unknown dtype {text!r}: {code} supports bits {_VALID_BITS[code]}")
     lanes = int(lanes_s) if lanes_s else 1
-    if lanes < 1 or lanes > 65536:
-        raise LoomTypeError(f"dtype {text!r} has an invalid lane count")
+    if lanes < 1 or lanes > MAX_LANES:
+        raise LoomTypeError(f"dtype {text!r} has an invalid lane count (1 to {MAX_LANES})")
     return DataType(code, bits, lanes)
 
 

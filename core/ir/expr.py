@@ -12,13 +12,15 @@ argument.  Python operators on expressions build nodes (see ``expr_ops``).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Union
 
 import attrs
+import numpy as np
 
 from ..errors import IRError, LoomTypeError
-from .dtype import DataType
-from .node import Node, abstract_node, child, children, register_object
+from .dtype import DataType, DTypeLike
+from .node import Converted, Node, TupleOf, abstract_node, child, children, register_object
 from .node import value as val
 
 __all__ = [
@@ -26,21 +28,63 @@ __all__ = [
     "BinaryOp", "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "CmpOp", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not", "Select",
     "BufferLoad", "Ramp", "Broadcast", "Let", "Call", "Range", "IterVar",
+    "ExprLike", "SupportsAsExpr",
 ]
 
 _dtype = DataType.of
 
 
-def _dtype_field(default: Any = attrs.NOTHING) -> Any:
-    return val(DataType, default=default, converter=_dtype)
+class SupportsAsExpr(Protocol):
+    """An object that stands for an expression (an iteration variable, a tensor slice)."""
+
+    def as_expr(self) -> PrimExpr: ...
+
+
+#: What expression operators and builders accept: an expression, a Python or numpy
+#: number, or an object with ``as_expr()``.
+ExprLike = Union["PrimExpr", int, float, np.generic, SupportsAsExpr]
+#: Field types whose constructor argument is converted: a dtype given as text, an
+#: expression given as a Python number.
+DTypeField = Converted[DataType, DTypeLike]
+ExprField = Converted["PrimExpr", Union["PrimExpr", int, float]]
+ExprTuple = Converted[tuple["PrimExpr", ...], Sequence[Union["PrimExpr", int, float]]]
 
 
 def _set(obj: Any, name: str, v: Any) -> None:
     object.__setattr__(obj, name, v)
 
 
+if TYPE_CHECKING:
+    class ArithOperators:
+        """What the type checker knows of the operators ``expr_ops`` attaches to PrimExpr and IterVar."""
+
+        def __add__(self, other: ExprLike) -> PrimExpr: ...
+        def __radd__(self, other: ExprLike) -> PrimExpr: ...
+        def __sub__(self, other: ExprLike) -> PrimExpr: ...
+        def __rsub__(self, other: ExprLike) -> PrimExpr: ...
+        def __mul__(self, other: ExprLike) -> PrimExpr: ...
+        def __rmul__(self, other: ExprLike) -> PrimExpr: ...
+        def __truediv__(self, other: ExprLike) -> PrimExpr: ...
+        def __rtruediv__(self, other: ExprLike) -> PrimExpr: ...
+        def __floordiv__(self, other: ExprLike) -> PrimExpr: ...
+        def __rfloordiv__(self, other: ExprLike) -> PrimExpr: ...
+        def __mod__(self, other: ExprLike) -> PrimExpr: ...
+        def __rmod__(self, other: ExprLike) -> PrimExpr: ...
+        def __neg__(self) -> PrimExpr: ...
+        def __lt__(self, other: ExprLike) -> PrimExpr: ...
+        def __le__(self, other: ExprLike) -> PrimExpr: ...
+        def __gt__(self, other: ExprLike) -> PrimExpr: ...
+        def __ge__(self, other: ExprLike) -> PrimExpr: ...
+        def astype(self, dtype: DTypeLike) -> PrimExpr: ...
+else:
+    class ArithOperators:
+        """Empty at run time: ``expr_ops`` attaches the operators to the classes themselves."""
+
+        __slots__ = ()
+
+
 @abstract_node
-class PrimExpr(Node):
+class PrimExpr(ArithOperators, Node):
     """Base of scalar and vector expressions.  Operators build IR."""
 
     # Operator overloads are attached by ``expr_ops`` to keep this file about data.
@@ -54,7 +98,20 @@ class PrimExpr(Node):
 
     @property
     def lanes(self) -> int:
-        return self.dtype.lanes  # type: ignore[attr-defined]
+        return self.dtype.lanes
+
+    if TYPE_CHECKING:  # every expression has a dtype field; operators are attached by expr_ops
+        @property
+        def dtype(self) -> DataType: ...
+        # An EQ/NE node for an expression or a number (object's __eq__ returns bool).
+        def __eq__(self, other: object) -> PrimExpr: ...  # type: ignore[override]
+        def __ne__(self, other: object) -> PrimExpr: ...  # type: ignore[override]
+        def __and__(self, other: ExprLike) -> PrimExpr: ...
+        def __rand__(self, other: ExprLike) -> PrimExpr: ...
+        def __or__(self, other: ExprLike) -> PrimExpr: ...
+        def __ror__(self, other: ExprLike) -> PrimExpr: ...
+        def __invert__(self) -> PrimExpr: ...
+        def equal(self, other: ExprLike) -> PrimExpr: ...
 
 
 @register_object("tir.Var")
@@ -70,7 +127,7 @@ class Var(PrimExpr):
 
     binding_identity: ClassVar[bool] = True
     name: str = val(str)
-    dtype: DataType = _dtype_field(DataType.of("int32"))
+    dtype: DTypeField = val(DataType, default=DataType.of("int32"), converter=_dtype)
 
     @property
     def name_hint(self) -> str:
@@ -94,7 +151,7 @@ def _int_range(t: DataType) -> tuple[int, int]:
 class IntImm(PrimExpr):
     """An integer (or bool) constant; the value must fit its dtype."""
 
-    dtype: DataType = _dtype_field()
+    dtype: DTypeField = val(DataType, converter=_dtype)
     value: int = val(int, converter=lambda v: int(v) if isinstance(v, bool) else v)
 
     def __attrs_post_init__(self) -> None:
@@ -119,7 +176,7 @@ class IntImm(PrimExpr):
 class FloatImm(PrimExpr):
     """A floating-point constant."""
 
-    dtype: DataType = _dtype_field()
+    dtype: DTypeField = val(DataType, converter=_dtype)
     value: float = val(float, converter=lambda v: float(v) if isinstance(v, int) else v)
 
     def __attrs_post_init__(self) -> None:
@@ -142,7 +199,7 @@ class StringImm(PrimExpr):
 class Cast(PrimExpr):
     """Convert ``value`` to ``dtype`` (lanes must agree)."""
 
-    dtype: DataType = _dtype_field()
+    dtype: DTypeField = val(DataType, converter=_dtype)
     value: PrimExpr = child(PrimExpr)
 
     def __attrs_post_init__(self) -> None:
@@ -316,7 +373,7 @@ class BufferLoad(PrimExpr):
     """Read ``buffer[indices]``; a vector index (a Ramp) loads several lanes."""
 
     buffer: Any = child(_buffer_type)
-    indices: tuple[PrimExpr, ...] = children(PrimExpr)
+    indices: TupleOf[PrimExpr] = children(PrimExpr)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
@@ -385,9 +442,9 @@ def _callee_types() -> tuple[type, ...]:
 class Call(PrimExpr):
     """A call of a registered intrinsic :class:`Op` or of a global function."""
 
-    dtype: DataType = _dtype_field()
+    dtype: DTypeField = val(DataType, converter=_dtype)
     op: Any = child(_callee_types)
-    args: tuple[Any, ...] = children(PrimExpr)
+    args: TupleOf[Any] = children(PrimExpr)
 
 
 @register_object("ir.Range")
@@ -409,7 +466,7 @@ class Range(Node):
 
 
 @register_object("tir.IterVar")
-class IterVar(Node):
+class IterVar(ArithOperators, Node):
     """An iteration variable with a domain: a loop axis or a thread axis.
 
     ``iter_type`` is one of ``data_par``, ``reduce``, ``thread_index``,
@@ -418,10 +475,13 @@ class IterVar(Node):
 
     binding_identity: ClassVar[bool] = True
     is_declaration: ClassVar[bool] = True
-    dom: Range | None = child(Range, optional=True, default=attrs.NOTHING)
+    dom: Range | None = child(Range, nullable=True)
     var: Var = child(Var, binds=True)
     iter_type: str = val(str, default="data_par")
     thread_tag: str = val(str, default="")
+
+    if TYPE_CHECKING:  # te.operation lets an IterVar stand for its variable in expressions
+        def as_expr(self) -> Var: ...
 
 
 # Operator overloading lives in expr_ops; importing it attaches the methods.

@@ -188,7 +188,8 @@ def _trunc_div(x: int, y: int) -> int:
     return q if (x >= 0) == (y >= 0) else -q
 
 
-def _arith(node: type, fold: Callable[[Any, Any], Any], fold_float: Callable[[Any, Any], Any] | None = None):
+def _arith(node: type[E.BinaryOp], fold: Callable[[Any, Any], Any],
+           fold_float: Callable[[Any, Any], Any] | None = None) -> Callable[[Any, Any], E.PrimExpr]:
     def build(a: Any, b: Any) -> E.PrimExpr:
         a, b = _match(a, b)
         if _both_const(a, b):
@@ -243,7 +244,7 @@ def _check_int(name: str, a: E.PrimExpr) -> None:
         raise LoomTypeError(f"{name} needs integer operands, got {a.dtype}")
 
 
-def _divlike(node: type, fold: Callable[[int, int], int], name: str):
+def _divlike(node: type[E.BinaryOp], fold: Callable[[int, int], int], name: str) -> Callable[[Any, Any], E.PrimExpr]:
     inner = _arith(node, fold)
 
     def build(a: Any, b: Any) -> E.PrimExpr:
@@ -286,7 +287,7 @@ def maximum(a: Any, b: Any) -> E.PrimExpr:
     return _arith(E.Max, max)(a, b)
 
 
-def _cmp(node: type, fold: Callable[[Any, Any], bool]):
+def _cmp(node: type[E.CmpOp], fold: Callable[[Any, Any], bool]) -> Callable[[Any, Any], E.PrimExpr]:
     def build(a: Any, b: Any) -> E.PrimExpr:
         a, b = _match(a, b)
         if _both_const(a, b):
@@ -391,33 +392,37 @@ def _neg(a: E.PrimExpr) -> E.PrimExpr:
 
 
 def _attach() -> None:
-    P = E.PrimExpr
-    P.__add__ = lambda s, o: add(s, o)
-    P.__radd__ = lambda s, o: add(o, s)
-    P.__sub__ = lambda s, o: sub(s, o)
-    P.__rsub__ = lambda s, o: sub(o, s)
-    P.__mul__ = lambda s, o: mul(s, o)
-    P.__rmul__ = lambda s, o: mul(o, s)
-    P.__truediv__ = lambda s, o: true_div(s, o)
-    P.__rtruediv__ = lambda s, o: true_div(o, s)
-    P.__floordiv__ = lambda s, o: floordiv(s, o)
-    P.__rfloordiv__ = lambda s, o: floordiv(o, s)
-    P.__mod__ = lambda s, o: floormod(s, o)
-    P.__rmod__ = lambda s, o: floormod(o, s)
-    P.__neg__ = _neg
-    P.__lt__ = lambda s, o: lt(s, o)
-    P.__le__ = lambda s, o: le(s, o)
-    P.__gt__ = lambda s, o: gt(s, o)
-    P.__ge__ = lambda s, o: ge(s, o)
-    P.__eq__ = lambda s, o: eq(s, o) if _operand(o) else NotImplemented
-    P.__ne__ = lambda s, o: ne(s, o) if _operand(o) else NotImplemented
-    P.__and__ = lambda s, o: logical_and(s, o)
-    P.__rand__ = lambda s, o: logical_and(o, s)
-    P.__or__ = lambda s, o: logical_or(s, o)
-    P.__ror__ = lambda s, o: logical_or(o, s)
-    P.__invert__ = lambda s: logical_not(s)
-    P.astype = lambda s, dtype: cast(s, dtype)
-    P.equal = lambda s, o: eq(s, o)
+    # Set with setattr: PrimExpr declares these methods for type checkers (expr.py).
+    methods: dict[str, Callable[..., Any]] = {
+        "__add__": lambda s, o: add(s, o),
+        "__radd__": lambda s, o: add(o, s),
+        "__sub__": lambda s, o: sub(s, o),
+        "__rsub__": lambda s, o: sub(o, s),
+        "__mul__": lambda s, o: mul(s, o),
+        "__rmul__": lambda s, o: mul(o, s),
+        "__truediv__": lambda s, o: true_div(s, o),
+        "__rtruediv__": lambda s, o: true_div(o, s),
+        "__floordiv__": lambda s, o: floordiv(s, o),
+        "__rfloordiv__": lambda s, o: floordiv(o, s),
+        "__mod__": lambda s, o: floormod(s, o),
+        "__rmod__": lambda s, o: floormod(o, s),
+        "__neg__": _neg,
+        "__lt__": lambda s, o: lt(s, o),
+        "__le__": lambda s, o: le(s, o),
+        "__gt__": lambda s, o: gt(s, o),
+        "__ge__": lambda s, o: ge(s, o),
+        "__eq__": lambda s, o: eq(s, o) if _operand(o) else NotImplemented,
+        "__ne__": lambda s, o: ne(s, o) if _operand(o) else NotImplemented,
+        "__and__": lambda s, o: logical_and(s, o),
+        "__rand__": lambda s, o: logical_and(o, s),
+        "__or__": lambda s, o: logical_or(s, o),
+        "__ror__": lambda s, o: logical_or(o, s),
+        "__invert__": lambda s: logical_not(s),
+        "astype": lambda s, dtype: cast(s, dtype),
+        "equal": lambda s, o: eq(s, o),
+    }
+    for name, method in methods.items():
+        setattr(E.PrimExpr, name, method)
 
 
 def _operand(o: Any) -> bool:

@@ -10,12 +10,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Mapping
+from typing import Any, Iterator, Optional
 
 from ..errors import IRError, LoomValueError
 from .buffer import Buffer
 from . import expr as E
-from .node import Node, child, children, mapping, register_object, value
+from .node import Converted, DictOf, Node, TupleOf, child, children, mapping, register_object, value
 from .stmt import Stmt
 
 __all__ = ["PrimFunc", "GlobalVar", "IRModule"]
@@ -38,11 +39,11 @@ class PrimFunc(Node):
     ``restricted``...).
     """
 
-    params: tuple[E.Var, ...] = children(E.Var, binds=True)
+    params: TupleOf[E.Var] = children(E.Var, binds=True)
     body: Stmt = child(Stmt)
     ret_type: str = value(str, default="int32")
-    buffer_map: dict[E.Var, Buffer] = mapping(binds=True)
-    attrs: dict[str, Any] = mapping()
+    buffer_map: DictOf[E.Var, Buffer] = mapping(binds=True)
+    attrs: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         for v, b in self.buffer_map.items():
@@ -73,8 +74,8 @@ class IRModule(Node):
     module with it added or replaced.
     """
 
-    functions: dict[str, Node] = mapping()
-    attrs: dict[str, Any] = mapping()
+    functions: Converted[dict[str, Node], Optional[Mapping[Any, Node]]] = mapping()  # str or GlobalVar keys
+    attrs: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         for k, f in _functions(self.functions).items():

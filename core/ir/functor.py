@@ -28,7 +28,7 @@ from .node import Node, traversal_fields
 __all__ = ["Visitor", "Mutator", "post_order_visit", "collect", "substitute"]
 
 
-def _method_table(owner: type, cls: type) -> Callable[[Any, Any], Any]:
+def _method_table(owner: type[_Dispatch], cls: type) -> Callable[[Any, Any], Any]:
     for klass in cls.__mro__:
         fn = getattr(owner, f"visit_{klass.__name__}", None)
         if fn is not None:
@@ -115,7 +115,8 @@ class Mutator(_Dispatch):
 
 class _Collector(Visitor):
     def __init__(self, pred: Callable[[Any], bool], fn: Callable[[Any], None] | None) -> None:
-        self.pred, self.fn, self.found = pred, fn, []
+        self.pred, self.fn = pred, fn
+        self.found: list[Any] = []
 
     def generic_visit(self, node: Any) -> None:
         Visitor.generic_visit(self, node)

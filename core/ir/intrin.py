@@ -114,8 +114,10 @@ def abs(x: Any) -> E.PrimExpr:  # noqa: A001
     x = convert_expr(x)
     if x.dtype.is_uint or x.dtype.is_bool:
         return x
-    if isinstance(x, (E.IntImm, E.FloatImm)):
-        return type(x)(x.dtype, -x.value if x.value < 0 else x.value)
+    if isinstance(x, E.IntImm):
+        return E.IntImm(x.dtype, -x.value if x.value < 0 else x.value)
+    if isinstance(x, E.FloatImm):
+        return E.FloatImm(x.dtype, -x.value if x.value < 0 else x.value)
     return E.Call(x.dtype, Op.get("tir.abs"), [x])
 
 

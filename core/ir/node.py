@@ -23,12 +23,18 @@ Example
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Optional, TypeVar, overload
 
 import attrs
 
 from ..errors import LoomError, LoomTypeError
+
+if TYPE_CHECKING:  # typing.dataclass_transform is 3.11+; type checkers know typing_extensions
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda f: f
 
 __all__ = [
     "Node",
@@ -42,12 +48,44 @@ __all__ = [
     "children",
     "value",
     "mapping",
+    "Converted",
+    "TupleOf",
+    "DictOf",
 ]
 
 _BY_KEY: dict[str, type[Node]] = {}
 _BY_INDEX: list[type[Node]] = []
 
-N = TypeVar("N", bound=type)
+N = TypeVar("N", bound="type[Node]")
+_T = TypeVar("_T")
+_In = TypeVar("_In")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Converted(Generic[_T, _In]):
+    """How type checkers see a field whose constructor argument is converted.
+
+    ``x: Converted[DataType, DTypeLike] = value(DataType, converter=DataType.of)``
+    reads as a ``DataType`` while the constructor accepts any ``DTypeLike``: a
+    descriptor type, which is how field specifiers (PEP 681) tell a constructor
+    parameter's type from the attribute's.  It is only an annotation: at run time
+    the field is an ordinary attrs field.
+    """
+
+    if TYPE_CHECKING:
+        @overload
+        def __get__(self, obj: None, owner: Any) -> Converted[_T, _In]: ...
+        @overload
+        def __get__(self, obj: object, owner: Any) -> _T: ...
+        def __get__(self, obj: Any, owner: Any) -> Any: ...
+        def __set__(self, obj: object, value: _In) -> None: ...
+
+
+#: A :func:`children` field: reads as a tuple, the constructor accepts any sequence.
+TupleOf = Converted[tuple[_T, ...], Sequence[_T]]
+#: A :func:`mapping` field: reads as a dict, the constructor accepts any mapping (None for empty).
+DictOf = Converted[dict[_K, _V], Optional[Mapping[_K, _V]]]
 
 
 class Node:
@@ -107,6 +145,129 @@ _BY_KEY[Node.type_key] = Node
 _BY_INDEX.append(Node)
 
 
+# ---------------------------------------------------------------------------
+# Field helpers.  Validators raise LoomTypeError naming the node and field.
+
+
+def _type_name(types: Any) -> str:
+    if isinstance(types, tuple):
+        return " or ".join(_type_name(t) for t in types)
+    return getattr(types, "__name__", str(types))
+
+
+def _lazy(types: Any) -> Any:
+    """Resolve a type given as a zero-argument callable (for forward references)."""
+    if isinstance(types, (type, tuple)):
+        return types
+    return types()
+
+
+_UNSET: Any = object()
+
+
+def _type_check(types: Any, optional: bool) -> Callable[[Any, str, Any], None]:
+    """A check ``(inst, where, v)`` that ``v`` is an instance of ``types`` (resolved lazily)."""
+    resolved: list[Any] = []
+
+    def check(inst: Any, where: str, v: Any) -> None:
+        if not resolved:
+            resolved.append(_lazy(types))
+        if v is None and optional:
+            return
+        if not isinstance(v, resolved[0]):
+            raise LoomTypeError(
+                f"{type(inst).__name__}.{where} expects {_type_name(resolved[0])}, got {type(v).__name__}"
+            )
+
+    return check
+
+
+def child(types: Any, *, default: Any = _UNSET, optional: bool = False, nullable: bool = False,
+          binds: bool = False, converter: Callable[[Any], Any] | None = None, reference: bool = False) -> Any:
+    """A field holding one node.
+
+    ``optional=True`` accepts None and makes it the default (write it as
+    ``default=None`` too: type checkers see a default only when it is written);
+    ``nullable=True`` accepts None with no default.  ``binds=True`` marks a
+    binding site (a loop var).  ``reference=True`` marks a link to a definition
+    that lives elsewhere (a tensor's operation): visitors and mutators do not
+    descend into it, while JSON and structural equality do.
+    """
+    check = _type_check(types, optional or nullable)
+    if default is _UNSET:
+        default = None if optional else attrs.NOTHING
+    return attrs.field(default=default, validator=lambda inst, attr, v: check(inst, attr.name, v),
+                       converter=converter, metadata={"binds": binds, "kind": "child", "reference": reference})
+
+
+def _to_tuple(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return v
+    if isinstance(v, (list, range)) or (hasattr(v, "__iter__") and hasattr(v, "__len__") and not isinstance(v, (str, bytes, Mapping))):
+        return tuple(v)
+    return v
+
+
+def children(types: Any, *, default: Any = attrs.NOTHING, binds: bool = False,
+             element_converter: Callable[[Any], Any] | None = None) -> Any:
+    """A field holding a tuple of nodes (lists are converted)."""
+    check = _type_check(types, False)
+
+    def convert(v: Any) -> Any:
+        v = _to_tuple(v)
+        if element_converter is not None and isinstance(v, tuple):
+            v = tuple(element_converter(x) for x in v)
+        return v
+
+    def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
+        if not isinstance(v, tuple):
+            raise LoomTypeError(f"{type(inst).__name__}.{attr.name} expects a sequence, got {type(v).__name__}")
+        for i, x in enumerate(v):
+            check(inst, f"{attr.name}[{i}]", x)
+
+    if default is not attrs.NOTHING and isinstance(default, tuple):
+        fixed = default
+        default = attrs.Factory(lambda: fixed)
+    return attrs.field(default=default, converter=convert, validator=validate,
+                       metadata={"binds": binds, "kind": "children"})
+
+
+def value(types: Any, *, default: Any = attrs.NOTHING, optional: bool = False,
+          converter: Callable[[Any], Any] | None = None) -> Any:
+    """A field holding a plain value (str, int, float, bool, DataType, enum).
+
+    ``optional=True`` accepts None and makes it the default (write ``default=None`` too, as for
+    :func:`child`).
+    """
+    check = _type_check(types, optional)
+    if optional and default is attrs.NOTHING:
+        default = None
+    return attrs.field(default=default, converter=converter, validator=lambda inst, attr, v: check(inst, attr.name, v),
+                       metadata={"kind": "value"})
+
+
+def _to_dict(v: Any) -> Any:
+    if v is None:
+        return {}
+    if isinstance(v, Mapping) and not isinstance(v, dict):
+        return dict(v.items())
+    return v
+
+
+def mapping(*, binds: bool = False) -> Any:
+    """A field holding a dict (keys str or nodes; values nodes or plain values)."""
+
+    def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
+        if not isinstance(v, dict):
+            raise LoomTypeError(f"{type(inst).__name__}.{attr.name} expects a dict, got {type(v).__name__}")
+
+    return attrs.field(factory=dict, converter=_to_dict, validator=validate,
+                       metadata={"binds": binds, "kind": "mapping"})
+
+
+# The field helpers are declared to type checkers as field specifiers, so that a registered class
+# has a typed constructor.  They see a field's default only when it is written as ``default=``.
+@dataclass_transform(frozen_default=True, eq_default=False, field_specifiers=(attrs.field, child, children, value))
 def register_object(type_key: str) -> Callable[[N], N]:
     """Register a node class under ``type_key``.
 
@@ -138,6 +299,7 @@ def register_object(type_key: str) -> Callable[[N], N]:
     return wrap
 
 
+@dataclass_transform(frozen_default=True, eq_default=False, field_specifiers=(attrs.field, child, children, value))
 def abstract_node(cls: N) -> N:
     """Make an abstract (unregistered) attrs base for a family of nodes."""
     return attrs.define(frozen=True, eq=False, repr=False, slots=True, weakref_slot=False)(cls)
@@ -178,118 +340,6 @@ def traversal_fields(cls: type) -> tuple[attrs.Attribute, ...]:
         found = tuple(f for f in fields_of(cls) if not f.metadata.get("reference", False))
         _TRAVERSED[cls] = found
     return found
-
-
-# ---------------------------------------------------------------------------
-# Field helpers.  Validators raise LoomTypeError naming the node and field.
-
-
-def _type_name(types: Any) -> str:
-    if isinstance(types, tuple):
-        return " or ".join(_type_name(t) for t in types)
-    return getattr(types, "__name__", str(types))
-
-
-def _lazy(types: Any) -> Any:
-    """Resolve a type given as a zero-argument callable (for forward references)."""
-    if isinstance(types, (type, tuple)):
-        return types
-    return types()
-
-
-_UNSET: Any = object()
-
-
-def _type_check(types: Any, optional: bool) -> Callable[[Any, str, Any], None]:
-    """A check ``(inst, where, v)`` that ``v`` is an instance of ``types`` (resolved lazily)."""
-    resolved: list[Any] = []
-
-    def check(inst: Any, where: str, v: Any) -> None:
-        if not resolved:
-            resolved.append(_lazy(types))
-        if v is None and optional:
-            return
-        if not isinstance(v, resolved[0]):
-            raise LoomTypeError(
-                f"{type(inst).__name__}.{where} expects {_type_name(resolved[0])}, got {type(v).__name__}"
-            )
-
-    return check
-
-
-def child(types: Any, *, default: Any = _UNSET, optional: bool = False, binds: bool = False,
-          converter: Callable[[Any], Any] | None = None, reference: bool = False) -> Any:
-    """A field holding one node.
-
-    ``binds=True`` marks a binding site (a loop var).  ``reference=True`` marks a
-    link to a definition that lives elsewhere (a tensor's operation): visitors and
-    mutators do not descend into it, while JSON and structural equality do.
-    """
-    check = _type_check(types, optional)
-    if default is _UNSET:
-        default = None if optional else attrs.NOTHING
-    return attrs.field(default=default, validator=lambda inst, attr, v: check(inst, attr.name, v),
-                       converter=converter, metadata={"binds": binds, "kind": "child", "reference": reference})
-
-
-def _to_tuple(v: Any) -> Any:
-    if isinstance(v, tuple):
-        return v
-    if isinstance(v, (list, range)) or (hasattr(v, "__iter__") and hasattr(v, "__len__") and not isinstance(v, (str, bytes, Mapping))):
-        return tuple(v)
-    return v
-
-
-def children(types: Any, *, default: Any = attrs.NOTHING, binds: bool = False,
-             element_converter: Callable[[Any], Any] | None = None) -> Any:
-    """A field holding a tuple of nodes (lists are converted)."""
-    check = _type_check(types, False)
-
-    def convert(v: Any) -> Any:
-        v = _to_tuple(v)
-        if element_converter is not None and isinstance(v, tuple):
-            v = tuple(element_converter(x) for x in v)
-        return v
-
-    def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
-        if not isinstance(v, tuple):
-            raise LoomTypeError(f"{type(inst).__name__}.{attr.name} expects a sequence, got {type(v).__name__}")
-        for i, x in enumerate(v):
-            check(inst, f"{attr.name}[{i}]", x)
-
-    if default is not attrs.NOTHING and isinstance(default, tuple):
-        default = attrs.Factory(lambda d=default: d)
-    return attrs.field(default=default, converter=convert, validator=validate,
-                       metadata={"binds": binds, "kind": "children"})
-
-
-def value(types: Any, *, default: Any = attrs.NOTHING, optional: bool = False,
-          converter: Callable[[Any], Any] | None = None) -> Any:
-    """A field holding a plain value (str, int, float, bool, DataType, enum)."""
-    check = _type_check(types, optional)
-    if optional and default is attrs.NOTHING:
-        default = None
-    return attrs.field(default=default, converter=converter, validator=lambda inst, attr, v: check(inst, attr.name, v),
-                       metadata={"kind": "value"})
-
-
-def _to_dict(v: Any) -> Any:
-    if v is None:
-        return {}
-    if isinstance(v, Mapping) and not isinstance(v, dict):
-        return dict(v.items())
-    return v
-
-
-def mapping(*, binds: bool = False) -> Any:
-    """A field holding a dict (keys str or nodes; values nodes or plain values)."""
-
-    def validate(inst: Any, attr: attrs.Attribute, v: Any) -> None:
-        if not isinstance(v, dict):
-            raise LoomTypeError(f"{type(inst).__name__}.{attr.name} expects a dict, got {type(v).__name__}")
-
-    return attrs.field(factory=dict, converter=_to_dict, validator=validate,
-                       metadata={"binds": binds, "kind": "mapping"})
 
 
 class StrEnum(str, enum.Enum):

@@ -114,6 +114,7 @@ def lowering_rule(op: Op | str, target: Target | str) -> Callable[[Any], Any] | 
 
 
 _PLUGIN_RULES: dict[str, dict[str, Callable[[Any], Any]]] = {}
+_PLUGIN_OWNERS: dict[str, dict[str, str]] = {}  # str(Target) -> {op name: plugin that gave its rule}
 
 
 def _as_target(target: Target | str) -> Target | None:
@@ -161,12 +162,27 @@ def _ask_plugins(target: Target) -> dict[str, Callable[[Any], Any]]:
                 raise PluginError(f"plugins {owner[key]!r} and {impl.plugin_name!r} both give a rule for {key} "
                                   f"when compiling for {target}")
             found[key], owner[key] = rule, impl.plugin_name
+    _PLUGIN_OWNERS[str(target)] = owner
     return found
+
+
+def rule_plugin(op: Op | str, target: Target | str) -> str | None:
+    """The plugin whose ``loom_intrinsic_rules`` gave :func:`lowering_rule`'s answer for ``op`` and ``target``.
+
+    None when the rule was registered directly (or there is none); errors of a
+    plugin's rule name the plugin with it.
+    """
+    info = (Op.get(op) if isinstance(op, str) else op).info
+    resolved = _as_target(target)
+    if resolved is None or resolved.kind_name in info.lowering:
+        return None
+    return _PLUGIN_OWNERS.get(str(resolved), {}).get(info.name)
 
 
 def reset_plugin_rules() -> None:
     """Forget cached plugin rules (after plugins are registered or removed)."""
     _PLUGIN_RULES.clear()
+    _PLUGIN_OWNERS.clear()
 
 
 def list_ops() -> list[str]:

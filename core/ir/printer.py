@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import keyword
 import math
-import sys
 from typing import Any, Callable
 
 from . import expr as E
@@ -36,13 +35,13 @@ from . import stmt as S
 from .buffer import Buffer
 from .dtype import DataType
 from .node import Node, fields_of
+from .recursion import deep_recursion
 
 __all__ = ["to_text", "register_expr_printer", "register_stmt_printer", "register_node_printer", "ATOM", "INDENT"]
 
 # Python's precedence levels, loosest first.
 _LET, _OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = 0, 1, 2, 3, 4, 5, 6, 7, 9
 _INDENT = "    "
-_RECURSION_LIMIT = 20000
 
 #: Infix operators: class -> (symbol, precedence).  Comparisons do not associate.
 _INFIX: dict[type, tuple[str, int]] = {
@@ -471,14 +470,11 @@ def to_text(node: Any) -> str:
     """
     if not _NODE_RULES:
         _NODE_RULES.update(_node_rules())
-    old = sys.getrecursionlimit()
     try:
-        sys.setrecursionlimit(max(old, _RECURSION_LIMIT))  # deep sums print recursively
-        return _Printer().value(node)
+        with deep_recursion("printing"):  # deep sums print recursively
+            return _Printer().value(node)
     except Exception as err:  # a printer must never hide the real error
         return _unprintable(node, err)
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def _unprintable(node: Any, err: BaseException) -> str:

@@ -15,7 +15,7 @@ import attrs
 from ..errors import IRError
 from .dtype import DataType
 from . import expr as E
-from .node import child, children, register_object
+from .node import TupleOf, child, children, register_object
 from .node import value as val
 from .printer import ATOM, INDENT, register_expr_printer, register_stmt_printer
 from .stmt import Stmt, _expr
@@ -42,7 +42,7 @@ class ProducerLoad(E.PrimExpr):
     """Read ``producer[indices]`` (a te Tensor)."""
 
     producer: Any = child(_tensor_type)
-    indices: tuple[E.PrimExpr, ...] = children(E.PrimExpr, element_converter=_expr)
+    indices: E.ExprTuple = children(E.PrimExpr, element_converter=_expr)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
@@ -55,8 +55,8 @@ class ProducerStore(Stmt):
     """Write ``value`` to ``producer[indices]``."""
 
     producer: Any = child(_tensor_type)
-    value: E.PrimExpr = child(E.PrimExpr, converter=_expr)
-    indices: tuple[E.PrimExpr, ...] = children(E.PrimExpr, element_converter=_expr)
+    value: E.ExprField = child(E.PrimExpr, converter=_expr)
+    indices: E.ExprTuple = children(E.PrimExpr, element_converter=_expr)
 
     def __attrs_post_init__(self) -> None:
         _check_indices("store to", self.producer, self.indices)
@@ -69,8 +69,8 @@ class ProducerRealize(Stmt):
     """Make storage for the region ``bounds`` of ``producer`` available to ``body``."""
 
     producer: Any = child(_tensor_type)
-    bounds: tuple[E.Range, ...] = children(E.Range)
-    condition: E.PrimExpr = child(E.PrimExpr, converter=_expr)
+    bounds: TupleOf[E.Range] = children(E.Range)
+    condition: E.ExprField = child(E.PrimExpr, converter=_expr)
     body: Stmt = child(Stmt)
     storage_scope: str = val(str, default="")
 

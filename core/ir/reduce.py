@@ -22,7 +22,7 @@ from .dtype import DataType
 from . import expr as E
 from .functor import substitute
 from .printer import ATOM, register_expr_printer, register_node_printer
-from .node import Node, child, children, register_object
+from .node import Node, TupleOf, child, children, register_object
 from .node import value as val
 
 __all__ = ["CommReducer", "Reduce"]
@@ -35,10 +35,10 @@ class CommReducer(Node):
     Several lanes (``lhs``/``rhs`` of length k) make a k-tuple reduction such as argmax.
     """
 
-    lhs: tuple[E.Var, ...] = children(E.Var, binds=True)
-    rhs: tuple[E.Var, ...] = children(E.Var, binds=True)
-    result: tuple[E.PrimExpr, ...] = children(E.PrimExpr)
-    identity_element: tuple[E.PrimExpr, ...] = children(E.PrimExpr)
+    lhs: TupleOf[E.Var] = children(E.Var, binds=True)
+    rhs: TupleOf[E.Var] = children(E.Var, binds=True)
+    result: TupleOf[E.PrimExpr] = children(E.PrimExpr)
+    identity_element: TupleOf[E.PrimExpr] = children(E.PrimExpr)
 
     def __attrs_post_init__(self) -> None:
         n = len(self.lhs)
@@ -62,11 +62,11 @@ class Reduce(E.PrimExpr):
     """
 
     combiner: CommReducer = child(CommReducer)
-    source: tuple[E.PrimExpr, ...] = children(E.PrimExpr)
-    axis: tuple[E.IterVar, ...] = children(E.IterVar)
+    source: TupleOf[E.PrimExpr] = children(E.PrimExpr)
+    axis: TupleOf[E.IterVar] = children(E.IterVar)
     condition: E.PrimExpr = child(E.PrimExpr)
     value_index: int = val(int, default=0)
-    init: tuple[E.PrimExpr, ...] = children(E.PrimExpr, default=())
+    init: TupleOf[E.PrimExpr] = children(E.PrimExpr, default=())
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:

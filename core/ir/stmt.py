@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from ..errors import IRError
 from .buffer import Buffer
 from .dtype import DataType
 from . import expr as E
 from .expr_ops import convert_expr
-from .node import Node, StrEnum, abstract_node, child, children, mapping, register_object
+from .node import Converted, DictOf, Node, StrEnum, TupleOf, abstract_node, child, children, mapping, register_object
 from .node import value as val
 
 __all__ = [
@@ -43,7 +41,7 @@ class LetStmt(Stmt):
     """Bind ``var`` to ``value`` within ``body``."""
 
     var: E.Var = child(E.Var, binds=True)
-    value: E.PrimExpr = child(E.PrimExpr, converter=_expr)
+    value: E.ExprField = child(E.PrimExpr, converter=_expr)
     body: Stmt = child(Stmt)
 
     def __attrs_post_init__(self) -> None:
@@ -59,9 +57,10 @@ class AttrStmt(Stmt):
     storage alignment and double buffering.
     """
 
-    node: Any = child(Node, optional=True, default=attrs.NOTHING)
+    node: Any = child(Node, nullable=True)
     attr_key: str = val(str)
-    value: E.PrimExpr = child(E.PrimExpr, converter=lambda v: E.StringImm(v) if isinstance(v, str) else _expr(v))
+    value: Converted[E.PrimExpr, E.PrimExpr | int | float | str] = child(
+        E.PrimExpr, converter=lambda v: E.StringImm(v) if isinstance(v, str) else _expr(v))
     body: Stmt = child(Stmt)
 
 
@@ -69,8 +68,9 @@ class AttrStmt(Stmt):
 class AssertStmt(Stmt):
     """Check ``condition``; when false the function fails with ``message``."""
 
-    condition: E.PrimExpr = child(E.PrimExpr, converter=_expr)
-    message: E.PrimExpr = child(E.PrimExpr, converter=lambda v: E.StringImm(v) if isinstance(v, str) else v)
+    condition: E.ExprField = child(E.PrimExpr, converter=_expr)
+    message: Converted[E.PrimExpr, E.PrimExpr | str] = child(
+        E.PrimExpr, converter=lambda v: E.StringImm(v) if isinstance(v, str) else v)
     body: Stmt = child(Stmt)
 
     def __attrs_post_init__(self) -> None:
@@ -83,8 +83,8 @@ class BufferStore(Stmt):
     """Write ``value`` to ``buffer[indices]``; vector indices store several lanes."""
 
     buffer: Buffer = child(Buffer)
-    value: E.PrimExpr = child(E.PrimExpr, converter=_expr)
-    indices: tuple[E.PrimExpr, ...] = children(E.PrimExpr, element_converter=_expr)
+    value: E.ExprField = child(E.PrimExpr, converter=_expr)
+    indices: E.ExprTuple = children(E.PrimExpr, element_converter=_expr)
 
     def __attrs_post_init__(self) -> None:
         if len(self.indices) != len(self.buffer.shape) and self.buffer.shape:
@@ -103,12 +103,12 @@ class Allocate(Stmt):
     """Allocate ``prod(extents)`` elements of ``dtype`` named by ``buffer_var`` for ``body``."""
 
     buffer_var: E.Var = child(E.Var, binds=True)
-    dtype: DataType = val(DataType, converter=DataType.of)
-    extents: tuple[E.PrimExpr, ...] = children(E.PrimExpr, element_converter=_expr)
-    condition: E.PrimExpr = child(E.PrimExpr, converter=_expr)
+    dtype: E.DTypeField = val(DataType, converter=DataType.of)
+    extents: E.ExprTuple = children(E.PrimExpr, element_converter=_expr)
+    condition: E.ExprField = child(E.PrimExpr, converter=_expr)
     body: Stmt = child(Stmt)
     scope: str = val(str, default="global")
-    annotations: dict[str, Any] = mapping()
+    annotations: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         if not self.buffer_var.dtype.is_handle:
@@ -141,12 +141,12 @@ class For(Stmt):
     """
 
     loop_var: E.Var = child(E.Var, binds=True)
-    min: E.PrimExpr = child(E.PrimExpr, converter=_expr)
-    extent: E.PrimExpr = child(E.PrimExpr, converter=_expr)
-    kind: ForKind = val(ForKind, default=ForKind.SERIAL, converter=lambda v: _for_kind(v))
+    min: E.ExprField = child(E.PrimExpr, converter=_expr)
+    extent: E.ExprField = child(E.PrimExpr, converter=_expr)
+    kind: Converted[ForKind, ForKind | str] = val(ForKind, default=ForKind.SERIAL, converter=lambda v: _for_kind(v))
     body: Stmt = child(Stmt, default=None)
     thread_tag: str = val(str, default="")
-    annotations: dict[str, Any] = mapping()
+    annotations: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         if self.body is None:
@@ -168,7 +168,7 @@ class For(Stmt):
 class While(Stmt):
     """``while condition: body``"""
 
-    condition: E.PrimExpr = child(E.PrimExpr, converter=_expr)
+    condition: E.ExprField = child(E.PrimExpr, converter=_expr)
     body: Stmt = child(Stmt)
 
     def __attrs_post_init__(self) -> None:
@@ -180,9 +180,9 @@ class While(Stmt):
 class IfThenElse(Stmt):
     """``if condition: then_case else: else_case`` (``else_case`` may be None)."""
 
-    condition: E.PrimExpr = child(E.PrimExpr, converter=_expr)
+    condition: E.ExprField = child(E.PrimExpr, converter=_expr)
     then_case: Stmt = child(Stmt)
-    else_case: Stmt | None = child(Stmt, optional=True)
+    else_case: Stmt | None = child(Stmt, optional=True, default=None)
 
     def __attrs_post_init__(self) -> None:
         if not self.condition.dtype.is_bool or self.condition.dtype.lanes != 1:
@@ -193,14 +193,14 @@ class IfThenElse(Stmt):
 class Evaluate(Stmt):
     """Evaluate an expression for its effect (an extern call)."""
 
-    value: E.PrimExpr = child(E.PrimExpr, converter=_expr)
+    value: E.ExprField = child(E.PrimExpr, converter=_expr)
 
 
 @register_object("tir.SeqStmt")
 class SeqStmt(Stmt):
     """Statements run in order."""
 
-    seq: tuple[Stmt, ...] = children(Stmt)
+    seq: TupleOf[Stmt] = children(Stmt)
 
     def __len__(self) -> int:
         return len(self.seq)

@@ -28,36 +28,17 @@ True
 from __future__ import annotations
 
 import math
-import sys
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
-from ..errors import LoomError, LoomValueError
+from ..errors import LoomValueError
 from .node import Node, fields_of
+from .recursion import deep_recursion
 
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch"]
 
 
 class StructuralMismatch(LoomValueError):
     """Raised by :func:`assert_structural_equal`; the message shows where the trees differ."""
-
-
-@contextmanager
-def deep_recursion(limit: int = 50000) -> Iterator[None]:
-    """Allow deep IR trees (long chains of lets or sums) to be walked recursively.
-
-    A tree deeper than even that raises a :class:`LoomError`, never RecursionError.
-    """
-    old = sys.getrecursionlimit()
-    if old < limit:
-        sys.setrecursionlimit(limit)
-    try:
-        yield
-    except RecursionError:
-        raise LoomError("the IR tree is too deep to walk (thousands of nested levels)") from None
-    finally:
-        if old < limit:
-            sys.setrecursionlimit(old)
 
 
 _ORDER: dict[type, tuple[Any, ...]] = {}
@@ -171,14 +152,14 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
 
     :param map_free_vars: also pair free variables by position instead of identity.
     """
-    with deep_recursion():
+    with deep_recursion("structural_equal"):
         return _Equal(map_free_vars).equal(lhs, rhs)
 
 
 def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
     """Raise :class:`StructuralMismatch` showing the first difference and both trees."""
     eq = _Equal(map_free_vars)
-    with deep_recursion():
+    with deep_recursion("assert_structural_equal"):
         ok = eq.equal(lhs, rhs)
     if not ok:
         where, a, b = eq.mismatch or ("<root>", lhs, rhs)
@@ -243,5 +224,5 @@ class _Hash:
 
 def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     """A hash consistent with :func:`structural_equal`: equal trees hash equal."""
-    with deep_recursion():
+    with deep_recursion("structural_hash"):
         return _Hash(map_free_vars).hash(node)

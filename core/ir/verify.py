@@ -268,7 +268,7 @@ class _Checker:
                   (self.scoped, (s.buffer_var, (path, ".buffer_var"), s.body, (path, ".body"))))
 
     def attr(self, s: S.AttrStmt, path: Path) -> None:
-        value = (self.dispatch, (s.value, (path, ".value")))
+        value: tuple[Callable[..., None], tuple[Any, ...]] = (self.dispatch, (s.value, (path, ".value")))
         if s.attr_key not in THREAD_BINDING_KEYS:
             # The node is what the attribute is about (often a buffer var declared
             # just below, as in storage_scope); it is a reference, not a use.

@@ -20,9 +20,12 @@ from .ndarray import NDArray, aligned_empty, from_dlpack
 
 __all__ = ["ArgumentError", "ArgumentTypeError", "ArgumentValueError", "int_range", "scalar_converter",
            "int_evaluator", "elems", "span", "root_of", "flat_memory", "aligned_clone", "kind_of", "check_strides",
-           "describe", "host_array", "device_array", "data_of"]
+           "describe", "host_array", "device_array", "data_of", "HOST_MEMORY", "device_span", "reaches_twice",
+           "first_overlap", "read_only_error", "self_overlap_error"]
 
 _CPU = 1
+#: The address space of every host array (numpy and CPU ``loom.nd`` arrays alike), in memory ranges.
+HOST_MEMORY = (_CPU, 0)
 
 
 class ArgumentError(LoomError):
@@ -109,7 +112,7 @@ def int_evaluator(e: E.PrimExpr, fname: str) -> Callable[[dict], int]:
     if isinstance(e, E.Cast):
         return int_evaluator(e.value, fname)
     op = _BINARY.get(type(e))
-    if op is None:
+    if op is None or not isinstance(e, E.BinaryOp):  # the keys are binary operations
         raise LoomTypeError(f"{fname}: cannot evaluate the layout expression {e} ({type(e).__name__}) at call time")
     a, b = int_evaluator(e.a, fname), int_evaluator(e.b, fname)
     return lambda env: op(a(env), b(env))
@@ -257,3 +260,104 @@ def data_of(arr: np.ndarray, what: str) -> tuple[int, int]:
         raise ArgumentValueError(f"{what}: the array starts {delta} bytes into its base array, not a whole "
                                  f"number of {arr.itemsize}-byte elements")
     return base, delta // arr.itemsize
+
+
+# -- writes and overlap ----------------------------------------------------------------------------
+
+
+def read_only_error(what: str, fname: str) -> None:
+    """Raise the error of a read-only array passed where ``fname`` writes."""
+    raise ArgumentValueError(f"{what} is read-only, but {fname} writes to it; pass a writable array "
+                             "(numpy.array(x) copies one)")
+
+
+def self_overlap_error(what: str, fname: str, strides: tuple[int, ...]) -> None:
+    """Raise the error of a written array whose layout reaches one element from two indices."""
+    raise ArgumentValueError(f"{what}: its strides {strides} (elements) reach some element from two indices, "
+                             f"and {fname} writes to it; pass a copy (numpy.ascontiguousarray)")
+
+
+def device_span(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """How many elements from the first a non-empty layout with non-negative strides reaches."""
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+#: Above this many elements, a layout that fails the quick test is not enumerated (and counts as overlapping).
+_ENUMERATE_LIMIT = 1 << 22
+
+
+def reaches_twice(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether two indices of the layout (strides in elements, non-negative) reach the same element.
+
+    Quick test: with the axes sorted by stride, each stride at least the reach of
+    the smaller ones means distinct offsets (every view numpy makes by slicing,
+    transposing or reshaping passes it).  Otherwise the offsets are enumerated.
+
+    >>> reaches_twice((4, 3), (3, 1)), reaches_twice((4, 3), (1, 4)), reaches_twice((4,), (0,))
+    (False, False, True)
+    >>> reaches_twice((2, 2), (1, 1)), reaches_twice((3, 2), (2, 3))
+    (True, False)
+    """
+    axes = sorted((s, n) for n, s in zip(shape, strides) if n > 1)
+    reach = 1
+    for s, n in axes:
+        if s == 0:
+            return True
+        if s < reach:
+            break
+        reach += s * (n - 1)
+    else:
+        return False
+    count = 1
+    for _, n in axes:
+        count *= n
+    if count > _ENUMERATE_LIMIT:
+        return True
+    offsets = np.zeros(1, dtype=np.int64)
+    for s, n in axes:
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
+    return len(np.unique(offsets)) != len(offsets)
+
+
+def first_overlap(ranges: list[tuple[tuple[int, int], int, int] | None], written: tuple[int, ...]) \
+        -> tuple[int, int] | None:
+    """Two arguments whose memory ranges overlap, at least one of them written; None when there are none.
+
+    ``ranges[k]`` is ``(address space, lowest byte, one past the highest)`` or
+    None.  A few ranges are compared pairwise; many are swept in address order,
+    each compared with the farthest-reaching written and read ranges before it.
+
+    >>> first_overlap([(HOST_MEMORY, 0, 8), (HOST_MEMORY, 0, 8), (HOST_MEMORY, 4, 12)], (2,))
+    (2, 0)
+    >>> first_overlap([(HOST_MEMORY, 0, 8), (HOST_MEMORY, 0, 8), (HOST_MEMORY, 8, 12)], (2,))
+    """
+    if len(ranges) <= _PAIRWISE:
+        for i in written:
+            ri = ranges[i]
+            if ri is None:
+                continue
+            where, lo, hi = ri
+            for j, rj in enumerate(ranges):
+                if rj is not None and j != i and rj[1] < hi and lo < rj[2] and rj[0] == where:
+                    return i, j
+        return None
+    spans = sorted((r[0], r[1], r[2], k) for k, r in enumerate(ranges) if r is not None)
+    space: Any = None
+    read_hi = read_k = write_hi = write_k = 0
+    for where, lo, hi, k in spans:
+        if where != space:
+            space, read_hi, write_hi = where, lo, lo
+        if write_hi > lo:
+            return write_k, k
+        if k in written:
+            if read_hi > lo:
+                return read_k, k
+            if hi > write_hi:
+                write_hi, write_k = hi, k
+        elif hi > read_hi:
+            read_hi, read_k = hi, k
+    return None
+
+
+#: Up to this many arguments, :func:`first_overlap` compares pairs (cheaper than sorting).
+_PAIRWISE = 8

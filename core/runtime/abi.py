@@ -9,8 +9,13 @@ function's parameters first (a buffer's data pointer, or a scalar parameter's
 value), then every symbolic variable of the buffers' shapes, strides and element
 offsets that is not a parameter, in first-appearance order.  Integers are stored
 sign-extended to 64 bits, floats as the bits of a double, pointers as addresses.
-The function returns 0 on success; on failure (a failed ``AssertStmt``) it stores
-a pointer to a static, NUL-terminated message into ``*error`` and returns -1.
+The function returns 0 on success; on failure (a failed ``AssertStmt``, an integer
+division or remainder by zero) it stores a pointer to a static, NUL-terminated
+message into ``*error`` and returns -1.  The runtime raises
+:class:`loom.testing.AssertionFailed` for it, or :class:`loom.testing.DivisionByZero`
+when the message starts with :data:`DIVISION_BY_ZERO` (:func:`native_error`), as the
+interpreter does.  ``name`` is the function's C symbol, :func:`function_symbol` of
+its name: the name itself unless it could collide with what native code calls.
 
 One word per slot keeps the call cheap: the runtime fills one ``uint64`` array
 from the checked arguments (:func:`pack_values`) and makes one foreign call;
@@ -63,11 +68,13 @@ from ..errors import LoomError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from .arguments import BoundCall
+from .symbols import escape_name, function_symbol
 
 __all__ = ["abi_vars", "pack_values", "native_runner", "NativeRunner", "NATIVE_SIGNATURE", "NATIVE_ALIGNMENT",
            "library_function", "import_symbol", "word_of", "value_of", "DEVICE_ALLOC_SYMBOL", "DEVICE_FREE_SYMBOL",
            "DEVICE_ALLOC_SIGNATURE", "DEVICE_FREE_SIGNATURE", "DEVICE_TYPE_ANNOTATION", "DEVICE_ID_ANNOTATION",
-           "ARG_DEVICES_ATTR", "arg_devices"]
+           "ARG_DEVICES_ATTR", "arg_devices", "function_symbol", "DIVISION_BY_ZERO", "division_by_zero_message",
+           "native_error"]
 
 #: The largest alignment native code assumes of argument pointers: what every numpy allocation
 #: provides (malloc's 16 bytes), so numpy arrays pass without aligned copies.  Unaligned vector
@@ -110,15 +117,42 @@ def import_symbol(name: str) -> str:
     >>> import_symbol("main_kernel0"), import_symbol("a.b")
     ('loom_import_main__kernel0', 'loom_import_a_2eb')
     """
-    out = []
-    for c in name:
-        if c.isascii() and c.isalnum():
-            out.append(c)
-        elif c == "_":
-            out.append("__")
-        else:
-            out.append("_" + (f"{ord(c):02x}" if ord(c) < 256 else f"u{ord(c):06x}_"))
-    return _IMPORT_PREFIX + "".join(out)
+    return _IMPORT_PREFIX + escape_name(name)
+
+
+#: How the message of an integer division (or remainder) by zero in native code starts.
+DIVISION_BY_ZERO = "integer division by zero"
+_MESSAGE_LIMIT = 200
+
+
+def division_by_zero_message(expression: str) -> str:
+    """The static message native code reports for a zero divisor in ``expression`` (shortened when long).
+
+    >>> division_by_zero_message("A[i] // B[i]")
+    'integer division by zero in A[i] // B[i]'
+    """
+    if len(expression) > _MESSAGE_LIMIT:
+        expression = expression[:_MESSAGE_LIMIT - 3] + "..."
+    return f"{DIVISION_BY_ZERO} in {expression}"
+
+
+def native_error(message: str, function: str) -> LoomError:
+    """The exception for ``message``, which native ``function`` reported: what the interpreter raises.
+
+    A zero divisor (the message starts with :data:`DIVISION_BY_ZERO`) is a
+    :class:`loom.testing.DivisionByZero`; anything else (a failed assertion) an
+    :class:`loom.testing.AssertionFailed`.
+
+    >>> type(native_error(division_by_zero_message("a // b"), "f")).__name__
+    'DivisionByZero'
+    >>> str(native_error("n > 0", "f"))
+    'f: assertion failed: n > 0'
+    """
+    from ..testing import AssertionFailed, DivisionByZero  # loom.testing imports the runtime: import on use
+
+    if message.startswith(DIVISION_BY_ZERO):
+        return DivisionByZero(f"{function}: {message}")
+    return AssertionFailed(message, function)
 
 
 def arg_devices(func: PrimFunc) -> tuple[int, ...]:
@@ -161,8 +195,9 @@ def pack_values(func_vars: list[E.Var], call: BoundCall) -> list[int]:
     seen, pointers, n = call._seen, call.pointers, len(call.pointers)
     words: list[int] = []
     for k, v in enumerate(func_vars):
-        if k < n and pointers[k] is not None:
-            words.append(pointers[k])
+        pointer = pointers[k] if k < n else None
+        if pointer is not None:
+            words.append(pointer)
         else:
             bound = seen.get(id(v))
             words.append(word_of(v.dtype, bound[0] if bound is not None else call.values[k]))
@@ -208,7 +243,7 @@ class NativeRunner:
         return pack_values(self.slots, call)
 
     def invoke(self, words: list[int]) -> None:
-        """Call the function on packed ``words``; raise AssertionFailed when it reports an error."""
+        """Call the function on packed ``words``; raise :func:`native_error`'s exception when it fails."""
         err = ctypes.c_char_p()
         if self._fn(self._words_t(*words), ctypes.byref(err)) != 0:
             from .linking import take_pending_error
@@ -218,10 +253,8 @@ class NativeRunner:
             pending = take_pending_error()
             if pending is not None:
                 raise pending
-            from ..testing import AssertionFailed  # loom.testing imports the runtime: import on use
-
             raw = err.value
-            raise AssertionFailed(raw.decode("utf-8", "replace") if raw else "failed with no message", self.name)
+            raise native_error(raw.decode("utf-8", "replace") if raw else "failed with no message", self.name)
 
 
 def library_function(lib: ctypes.CDLL, symbol: str, where: str) -> Callable[..., int]:

@@ -24,6 +24,20 @@ What a call may pass:
 * a **scalar parameter**: a Python or numpy scalar of a fitting kind (no float
   for an int, no int out of range).
 
+Written parameters: the function's ``loom.written_params`` attribute (recorded
+by MakeAPI, kept in every signature; see
+:func:`loom.transform.make_api.declared_writes`) names the handle parameters
+whose memory it may write.  Each of their arrays must be writable (a read-only
+numpy array, ``numpy.frombuffer`` of bytes, a read-only memmap or a DLPack
+tensor flagged read-only is refused), and must not reach one element from two
+indices (a stride of 0, say).
+
+Overlap: the compiled code assumes that arguments do not overlap where one of
+them is written, so a call in which the memory of a written argument (from its
+lowest to its highest byte) overlaps that of any other argument on the same
+device is refused, naming both: every backend then gives the same answer.
+Arguments that are only read may share memory (the same array passed twice).
+
 ``elem_offset``: when a buffer's ``elem_offset`` is not the constant 0 and the
 array is a view into a C-contiguous base array, the data pointer is the base's
 and ``elem_offset`` is the view's element offset into it (as TVM's
@@ -68,97 +82,16 @@ from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from ..ir.functor import collect
-from ..target.devices import Device, cpu
-from ._values import (ArgumentError, ArgumentTypeError, ArgumentValueError, aligned_clone, check_strides, data_of,
-                      describe, device_array, elems, flat_memory, host_array, int_evaluator, int_range, kind_of,
-                      scalar_converter)
+from ._values import (HOST_MEMORY, ArgumentError, ArgumentTypeError, ArgumentValueError, aligned_clone,
+                      check_strides, data_of, describe, device_array, device_span, elems, first_overlap,
+                      host_array, int_evaluator, int_range, kind_of, reaches_twice, read_only_error, scalar_converter,
+                      self_overlap_error, span)
+from .bound_call import BoundCall
 from .ndarray import ALLOC_ALIGNMENT, NDArray
 
 __all__ = ["ArgumentChecker", "BoundCall", "ArgumentError", "ArgumentTypeError", "ArgumentValueError"]
 
 _CPU = 1
-
-
-# ---------------------------------------------------------------------------
-# one call
-
-
-class BoundCall:
-    """The checked arguments of one call.
-
-    ``values[k]`` is what the backend passes for parameter ``k``: for a handle
-    parameter on the CPU a numpy array (the caller's, or its aligned copy), for
-    one on a device the ``loom.nd.NDArray`` (whose memory the host must not
-    read); a Python/numpy scalar for scalar parameters.  ``pointers[k]`` is the
-    int data address of each handle parameter.  ``binding`` maps each symbolic
-    Var of the signature to its value.  Use as a context manager (or call
-    :meth:`finish`) so aligned copies are written back.
-    """
-
-    __slots__ = ("values", "pointers", "_seen", "_vars", "_from_base", "_device_types", "_copies")
-
-    def __init__(self, n: int, variables: dict[int, E.Var], from_base: Sequence[bool | None],
-                 device_types: Sequence[int]) -> None:
-        self.values: list[Any] = [None] * n
-        #: The data pointer (an int address) of each handle parameter, None for scalars.
-        self.pointers: list[int | None] = [None] * n
-        self._seen: dict[int, tuple[int, str]] = {}
-        self._vars = variables
-        self._from_base = from_base
-        self._device_types = device_types
-        self._copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
-
-    @property
-    def binding(self) -> dict[E.Var, Any]:
-        """``{Var: value}`` for every symbolic size, stride, offset and scalar parameter."""
-        return {self._vars[k]: v for k, (v, _) in self._seen.items()}
-
-    @property
-    def devices(self) -> list[Device | None]:
-        """The device of each handle parameter's memory (``cpu(0)`` for host arrays), None for scalars."""
-        return [None if fb is None else cpu(0) if dt == _CPU else v.device
-                for fb, dt, v in zip(self._from_base, self._device_types, self.values)]
-
-    def memory(self, k: int) -> tuple[np.ndarray, int]:
-        """The flat 1-D element view of the memory handle parameter ``k`` addresses, and its element offset.
-
-        The view starts at the data pointer the call passes (``pointers[k]``;
-        the base array for a buffer with an ``elem_offset``), spans every element
-        the array reaches, and is read-only when the argument is.  Backends that
-        index memory themselves (the interpreter) use it; the offset is the
-        buffer's bound ``elem_offset``.
-
-        :raises LoomTypeError: for a scalar, and for a parameter on a device (its
-            memory is not host memory: use ``values[k]`` and ``pointers[k]``).
-        """
-        from_base = self._from_base[k]
-        if from_base is None:
-            raise LoomTypeError(f"parameter {k} is a scalar; it has no memory")
-        if self._device_types[k] != _CPU:
-            raise LoomTypeError(f"parameter {k} is on {self.values[k].device}, whose memory is not host memory; "
-                                "use values[k] (the loom.nd.NDArray) and pointers[k] (its data address)")
-        return flat_memory(self.values[k], from_base)
-
-    def finish(self) -> None:
-        """Write back what the call stored into aligned copies of misaligned arguments."""
-        copies, self._copies = self._copies, []
-        for orig, clone, snapshot, what in copies:
-            bits = np.dtype(f"u{orig.itemsize}") if orig.itemsize in (1, 2, 4, 8) else None
-            if bits is None:
-                changed = np.ones(orig.shape, dtype=bool)
-            else:
-                changed = clone.view(bits) != snapshot.view(bits)
-            if not changed.any():
-                continue
-            if not orig.flags.writeable:
-                raise ArgumentValueError(f"{what}: the call wrote into a read-only array")
-            orig[changed] = clone[changed]
-
-    def __enter__(self) -> BoundCall:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.finish()
 
 
 # ---------------------------------------------------------------------------
@@ -183,6 +116,7 @@ class ArgumentChecker:
 
     def __init__(self, func: PrimFunc, name: str | None = None, device_type: int | None = None,
                  assumed_alignment: int | None = None) -> None:
+        from ..transform.make_api import declared_writes  # the passes import the runtime
         from .abi import arg_devices  # abi imports this module
 
         #: Per parameter, the DLPack device type of the memory it points to (meaningless for scalars).
@@ -190,13 +124,19 @@ class ArgumentChecker:
         self.name = name or str(func.attrs.get("global_symbol", "main"))
         self.assumed_alignment = assumed_alignment
         self.params = tuple(func.params)
+        #: The indices of the handle parameters whose memory the function may write.
+        self.written: tuple[int, ...] = declared_writes(func)
+        # Overlap needs something written and two arguments with memory.
+        handles = sum(1 for p in func.params if p.dtype.is_handle)
+        self._overlap_possible = bool(self.written) and handles > 1
         self.vars: dict[int, E.Var] = {}
         self._steps: list[_Step] = []
         # Per parameter: None for a scalar, else whether its memory is addressed from the base array.
         self._from_base: list[bool | None] = []
         bindable = {id(p) for p in func.params if not p.dtype.is_handle}
-        for buf in func.buffer_map.values():
-            bindable.update(id(e) for e in (*buf.shape, *buf.strides, buf.elem_offset) if isinstance(e, E.Var))
+        for declared in func.buffer_map.values():
+            bindable.update(id(e) for e in (*declared.shape, *declared.strides, declared.elem_offset)
+                            if isinstance(e, E.Var))
         for k, p in enumerate(func.params):
             buf = func.buffer_map.get(p)
             if buf is not None:
@@ -239,9 +179,22 @@ class ArgumentChecker:
                     raise ArgumentValueError(f"{origin}: {expr} divides by zero with these arguments") from None
                 if want != actual:
                     raise ArgumentValueError(f"{origin} must be {expr} = {want}, got {got}")
+        if self._overlap_possible:
+            pair = first_overlap(call._ranges, self.written)
+            if pair is not None:
+                self._overlap_error(*pair)
         return call
 
     __call__ = bind
+
+    def _overlap_error(self, i: int, j: int) -> None:
+        i, j = sorted((i, j))
+        label = {k: f"argument {k} ({self.params[k].name})" for k in (i, j)}
+        both = i in self.written and j in self.written
+        writes = "both" if both else label[i if i in self.written else j]
+        raise ArgumentValueError(f"{self.name}: {label[i]} and {label[j]} overlap in memory, and {self.name} writes "
+                                 f"{writes}; the result would depend on the order of its loads and stores, so it "
+                                 "is refused: pass arrays that do not overlap (a copy of one of them)")
 
     # -- scalars -------------------------------------------------------------------
     def _scalar_step(self, k: int, p: E.Var) -> _Step:
@@ -265,6 +218,7 @@ class ArgumentChecker:
     def _pointer_step(self, k: int, p: E.Var) -> _Step:
         what = f"{self.name}: argument {k} ({p.name}: handle)"
         dev_type = self.device_types[k]
+        written = k in self.written
 
         def step(arg: Any, call: BoundCall, pending: list) -> None:
             if dev_type != _CPU:
@@ -272,14 +226,22 @@ class ArgumentChecker:
                 if a._strides is not None:
                     raise ArgumentValueError(f"{what} is a pointer; it takes a compact array, got strides "
                                              f"{a._strides} (elements)")
+                if written and a._readonly:
+                    read_only_error(what, self.name)
                 call.values[k], call.pointers[k] = a, a._ptr
+                if a.size:
+                    call._ranges[k] = ((a._device.device_type, a._device.device_id), a._ptr, a._ptr + a.nbytes)
                 return
             arr = host_array(arg, what)
             if not arr.flags.c_contiguous:
                 raise ArgumentValueError(f"{what} is a pointer; it takes a C-contiguous array, got strides "
                                          f"{arr.strides} (bytes)")
+            if written and not arr.flags.writeable:
+                read_only_error(what, self.name)
             call.values[k] = arr
-            call.pointers[k] = arr.ctypes.data
+            ptr = call.pointers[k] = arr.ctypes.data
+            if arr.size:
+                call._ranges[k] = (HOST_MEMORY, ptr, ptr + arr.nbytes)
 
         return step
 
@@ -304,6 +266,8 @@ class ArgumentChecker:
         stride_at = [f"{what}: strides[{d}]" for d in range(ndim)]
         offset_at = f"{what}: elem_offset"
         dev_type = self.device_types[k]
+        written = k in self.written
+        fname = self.name
 
         def check_shape(got: tuple[int, ...], call: BoundCall, pending: list, arr: Any) -> None:
             if len(got) != ndim:
@@ -335,6 +299,7 @@ class ArgumentChecker:
         def step(arg: Any, call: BoundCall, pending: list) -> None:
             if type(arg) is NDArray and arg._device.device_type == _CPU:
                 arr, ptr = arg._data, arg._ptr
+                assert arr is not None  # a CPU NDArray always keeps its numpy view
             else:
                 arr, ptr = host_array(arg, what), 0
             if arr.dtype != npd:
@@ -348,6 +313,10 @@ class ArgumentChecker:
             else:
                 check_strides(arr, what)
                 match_strides(arr.shape, elems(arr), call, pending, arr)
+                if written and not arr.flags.c_contiguous and reaches_twice(arr.shape, elems(arr)):
+                    self_overlap_error(what, fname, elems(arr))
+            if written and not arr.flags.writeable:
+                read_only_error(what, fname)
             if from_base:
                 ptr, off = data_of(arr, what)
                 check_offset(off, call, pending, arr)
@@ -355,8 +324,12 @@ class ArgumentChecker:
                 off = 0
                 if not ptr:
                     ptr = arr.ctypes.data
-            if ptr % align and arr.size:
-                arr, ptr = _aligned_clone(arr, off, align, call, what)
+            nbytes = (span(arr) * arr.itemsize if arr.size else 0) if strides else arr.nbytes
+            if nbytes:
+                lo = ptr + off * arr.itemsize if off else ptr
+                call._ranges[k] = (HOST_MEMORY, lo, lo + nbytes)
+                if ptr % align:
+                    arr, ptr = _aligned_clone(arr, off, align, call, what)
             call.values[k] = arr
             call.pointers[k] = ptr
 
@@ -374,6 +347,10 @@ class ArgumentChecker:
                                              f"strides {el} (elements); pass a compact copy (x.copyto(x.device))")
             else:
                 match_strides(got, a.strides, call, pending, a)
+                if written and el is not None and reaches_twice(got, el):
+                    self_overlap_error(what, fname, el)
+            if written and a._readonly:
+                read_only_error(what, fname)
             if from_base:
                 item = a._npdtype.itemsize
                 if a._byte_offset % item:
@@ -390,6 +367,10 @@ class ArgumentChecker:
                     f"({ALLOC_ALIGNMENT}-byte aligned) or a view that starts at an aligned element")
             call.values[k] = a
             call.pointers[k] = ptr
+            if 0 not in got:
+                lo = a._ptr
+                call._ranges[k] = ((a._device.device_type, a._device.device_id), lo,
+                                   lo + device_span(got, a.strides) * a._npdtype.itemsize)
 
         return step if dev_type == _CPU else device_step
 

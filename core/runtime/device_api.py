@@ -234,14 +234,14 @@ def get_device_api(device_type: int | Device) -> DeviceAPI:
     if found is not None:
         return found
     from ..errors import PluginError
-    from ..plugins import get_plugin_manager  # lazy: the plugin manager imports loom
+    from ..plugins import call_first  # lazy: the plugin manager imports loom
 
-    api = get_plugin_manager().hook.loom_device_api(device_type=dt)
+    api, plugin = call_first("loom_device_api", device_type=dt)
     if api is None:
         raise LoomValueError(f"no installed plugin provides memory on {device_type_name(dt)} devices (DLPack device "
                              f"type {dt}); install its backend, or register the plugin that serves it")
     if not isinstance(api, DeviceAPI):
-        raise PluginError(f"the plugin serving device type {dt} returned a {type(api).__name__} from "
+        raise PluginError(f"plugin {plugin!r} serving device type {dt} returned a {type(api).__name__} from "
                           "loom_device_api; expected a loom.runtime.device_api.DeviceAPI")
     _apis[dt] = api
     return api

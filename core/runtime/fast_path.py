@@ -16,6 +16,12 @@ Keys are learned only from calls that passed, and a numpy array's key never
 equals an NDArray's, so a host array for a device parameter always meets the
 checker's error.
 
+Writes and overlap (see :mod:`loom.runtime.arguments`) depend on more than the
+key: every array the function writes is checked to be writable, and the
+memory ranges of the arguments that must not overlap, whose sizes the key
+fixes, are compared: a few integer comparisons per written argument.  A
+read-only or overlapping call misses, and the full check raises its error.
+
 The fast path serves functions whose buffers all have a zero ``elem_offset``
 (views into a base array bind an offset that the key does not capture).
 """
@@ -41,9 +47,17 @@ _addressof = ctypes.addressof
 def _pointer(arr: np.ndarray) -> int:
     # c_char.from_buffer is about twice as fast as arr.ctypes.data; it needs a writable, contiguous, non-empty array.
     try:
-        return _addressof(_from_buffer(arr))
+        return _addressof(_from_buffer(arr))  # type: ignore[arg-type]  # numpy types its buffer protocol on 3.12+
     except (TypeError, ValueError, BufferError):
         return arr.ctypes.data
+
+
+def _writable_pointer(arr: np.ndarray) -> int | None:
+    """The data pointer of an array the call writes, or None when it is read-only."""
+    try:
+        return _addressof(_from_buffer(arr))  # type: ignore[arg-type]  # refuses read-only arrays, as numpy's does
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data if arr.flags.writeable else None
 
 
 def _key_of(args: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -75,15 +89,20 @@ class FastPath:
     :param pack: packs the words of a checked call (``pack_values`` over the slots).
     """
 
-    __slots__ = ("_invoke", "_pack", "_aligns", "_memo")
+    __slots__ = ("_invoke", "_pack", "_slots", "_written", "_memo")
 
     def __init__(self, checker: ArgumentChecker, invoke: Callable[[list[int]], None],
                  pack: Callable[[BoundCall], list[int]]) -> None:
         self._invoke = invoke
         self._pack = pack
-        #: (parameter index, required alignment) of every pointer parameter.
-        self._aligns = tuple((k, a) for k, a in enumerate(checker.pointer_alignments) if a is not None)
-        self._memo: dict[tuple[Any, ...], list[int]] = {}
+        self._written = checker.written
+        #: (parameter index, required alignment, whether the function writes it) of every pointer parameter.
+        alignments = checker.pointer_alignments
+        assert alignments is not None, "FastPath.applies_to(checker) is False"
+        self._slots = tuple((k, a, k in checker.written) for k, a in enumerate(alignments) if a is not None)
+        #: Per layout key: the packed words, and (i, bytes of i, j, bytes of j) for each pair of
+        #: arguments whose memory must not overlap.
+        self._memo: dict[tuple[Any, ...], tuple[list[int], tuple[tuple[int, int, int, int], ...]]] = {}
 
     @staticmethod
     def applies_to(checker: ArgumentChecker) -> bool:
@@ -93,16 +112,30 @@ class FastPath:
     def __call__(self, args: Sequence[Any]) -> bool:
         """Run the call if its layout is known; False (nothing done) on a miss."""
         key = _key_of(args)
-        template = self._memo.get(key) if key is not None else None
-        if template is None:
+        found = self._memo.get(key) if key is not None else None
+        if found is None:
             return False
+        template, disjoint = found
         words = list(template)
-        for k, align in self._aligns:
+        ptr: int | None
+        for k, align, written in self._slots:
             a = args[k]
-            ptr = a._ptr if type(a) is NDArray else _pointer(a)
-            if ptr % align:
+            if type(a) is NDArray:
+                if written and a.readonly:
+                    return False
+                ptr = a._ptr
+            elif written:
+                ptr = _writable_pointer(a)
+                if ptr is None:
+                    return False
+            else:
+                ptr = _pointer(a)
+            if ptr is None or ptr % align:
                 return False
             words[k] = ptr
+        for i, size_i, j, size_j in disjoint:
+            if words[i] < words[j] + size_j and words[j] < words[i] + size_i:
+                return False
         self._invoke(words)
         return True
 
@@ -111,11 +144,25 @@ class FastPath:
         key = _key_of(args)
         if key is None:
             return
-        for k, _ in self._aligns:
+        ranges, written = call._ranges, self._written
+        for k, _, _ in self._slots:
             a = args[k]
-            if call.pointers[k] != (a._ptr if type(a) is NDArray else _pointer(a)):
+            ptr = call.pointers[k]
+            if ptr != (a._ptr if type(a) is NDArray else _pointer(a)):
                 return  # the checker substituted an aligned copy
+            rk = ranges[k]
+            if rk is not None and rk[1] != ptr:
+                return  # memory below the data pointer: not a layout this path describes
+        disjoint = []
+        for i in written:
+            ri = ranges[i]
+            if ri is None:
+                continue
+            for j, _, _ in self._slots:
+                rj = ranges[j]
+                if j != i and not (j in written and j < i) and rj is not None and rj[0] == ri[0]:
+                    disjoint.append((i, ri[2] - ri[1], j, rj[2] - rj[1]))
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
-        self._memo[key] = self._pack(call)
+        self._memo[key] = (self._pack(call), tuple(disjoint))
 

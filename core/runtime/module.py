@@ -6,14 +6,16 @@ A :class:`Module` holds built functions.  Calling it calls its entry function;
 clear error and never reaches the generated code.
 
 Export format (``export_library``): one header line, a JSON object
-``{"loom_module": 1, "format": <fmt>, "entry": <name>, ...}``, then the
-backend's payload bytes.  :func:`load_module` reads the header and asks the
-plugins (hook ``loom_load_module(path, fmt)``) to rebuild the Module; a plugin
-reads the file back with :func:`read_export`.
+``{"loom_module": 1, "format": <fmt>, "entry": <name>, "sha256": <digest>, ...}``,
+then the backend's payload bytes; the digest covers the rest of the header and
+the payload.  :func:`load_module` reads the header and asks the plugins (hook
+``loom_load_module(path, fmt)``) to rebuild the Module; a plugin reads the file
+back with :func:`read_export`, which checks the digest.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -24,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 import attrs
 
-from ..errors import LoomTypeError, LoomValueError, PluginError, SerializationError
+from ..errors import LoomError, LoomTypeError, LoomValueError, PluginError, SerializationError
 from ..ir.function import IRModule, PrimFunc
 from ..target.devices import Device, cpu
 from .arguments import ArgumentChecker, BoundCall
 from .fast_path import FastPath
+from .safe_files import NotARegularFile, read_regular_file
 
 if TYPE_CHECKING:
     from ..backend.base import ModuleInfo
@@ -38,7 +41,6 @@ __all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export"
 
 #: Version of the export header written by :meth:`Module.export_library`.
 EXPORT_VERSION = 1
-_MAX_HEADER = 1 << 16
 
 Runner = Callable[[BoundCall], Any]
 
@@ -58,8 +60,8 @@ class PackedFunc:
         self._bind = checker.bind
         self._run = run
         # Native runners take packed words, so a layout checked once can skip the checker.
-        invoke = getattr(run, "invoke", None)
-        self._fast = FastPath(checker, invoke, run.pack) if invoke is not None and \
+        invoke, pack = getattr(run, "invoke", None), getattr(run, "pack", None)
+        self._fast = FastPath(checker, invoke, pack) if invoke is not None and pack is not None and \
             FastPath.applies_to(checker) else None
 
     def __call__(self, *args: Any) -> Any:
@@ -341,6 +343,7 @@ class Module:
         if not self.format:
             raise LoomTypeError(f"{type(self).__name__} declares no export format")
         payload = self._export_payload()
+        header["sha256"] = _export_digest(header, payload)
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".loom-export-", dir=folder)
@@ -355,17 +358,30 @@ class Module:
             raise
 
 
+def _export_digest(header: Mapping[str, Any], payload: bytes) -> str:
+    """The sha256 an export records: of its header (without the digest) and its payload."""
+    fields = {k: v for k, v in header.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode() + b"\n" + payload).hexdigest()
+
+
 def read_export(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
-    """The header and payload of a file written by :meth:`Module.export_library`."""
+    """The header and payload of a file written by :meth:`Module.export_library`.
+
+    The file must be a regular file (a FIFO, a device or a folder is refused without
+    reading it) whose content matches the sha256 recorded at export, so a truncated
+    or modified file is a :class:`~loom.errors.SerializationError`.  The returned
+    header leaves the digest out.
+    """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
-            line = fh.readline(_MAX_HEADER)
-            payload = fh.read()
-    except OSError as err:
+        data = read_regular_file(path)
+    except NotARegularFile as err:
+        raise LoomValueError(f"cannot read module file: {err}") from None
+    except (OSError, LoomError) as err:
         raise LoomValueError(f"cannot read module file {path!r}: {err}") from None
+    line, newline, payload = data.partition(b"\n")
     try:
-        header = json.loads(line.decode("utf-8")) if line.endswith(b"\n") else None
+        header = json.loads(line.decode("utf-8")) if newline else None
     except (UnicodeDecodeError, json.JSONDecodeError):
         header = None
     if not isinstance(header, dict) or not isinstance(header.get("format"), str) \
@@ -375,6 +391,13 @@ def read_export(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
     if header.get("loom_module") != EXPORT_VERSION:
         raise SerializationError(f"{path!r} is a Loom module file of version {header.get('loom_module')!r}; "
                                  f"this Loom reads version {EXPORT_VERSION}")
+    digest = header.pop("sha256", None)
+    if not isinstance(digest, str):
+        raise SerializationError(f"{path!r} has no integrity record (sha256) in its header: export_library did "
+                                 "not write it; export it again")
+    if digest != _export_digest(header, payload):
+        raise SerializationError(f"{path!r} was modified or truncated after export: its content does not match "
+                                 "the sha256 export_library recorded; export it again")
     return header, payload
 
 
@@ -382,7 +405,12 @@ def load_module(path: str | os.PathLike[str]) -> Module:
     """Load a module written by :meth:`Module.export_library` through the plugin for its format.
 
     ``path`` is a Loom module file (JSON header and payload) or a shared library
-    that a native backend exported (see :mod:`loom.runtime.native_library`).
+    that a native backend exported (see :mod:`loom.runtime.native_library`).  It
+    must be a regular file that matches the sha256 recorded at export: anything
+    else (a FIFO, a device, a truncated or modified file) is a clear
+    :class:`~loom.errors.LoomError`, raised before any of its code is loaded.
+    Each call loads the file anew, so a module re-exported to the same path loads
+    as the new module.
 
     >>> import loom, numpy as np, os, tempfile
     >>> from loom.ir import BufferStore, IRModule, PrimFunc
@@ -393,16 +421,16 @@ def load_module(path: str | os.PathLike[str]) -> Module:
     >>> a = np.zeros(1, "int32"); loom.runtime.load_module(path)(a); a
     array([1], dtype=int32)
     """
-    from loom.plugins import get_plugin_manager  # lazy: the plugin manager imports loom
+    from loom.plugins import call_first  # lazy: the plugin manager imports loom
 
     from .native_library import is_shared_library, read_library_metadata
 
     header = read_library_metadata(path) if is_shared_library(path) else read_export(path)[0]
     fmt = header["format"]
-    mod = get_plugin_manager().hook.loom_load_module(path=os.fspath(path), fmt=fmt)
+    mod, plugin = call_first("loom_load_module", path=os.fspath(path), fmt=fmt)
     if mod is None:
         raise PluginError(f"no installed plugin loads modules of format {fmt!r} ({os.fspath(path)!r}); "
                           "install the backend that exported it (see `loom plugins`)")
     if not isinstance(mod, Module):
-        raise PluginError(f"the plugin loading format {fmt!r} returned a {type(mod).__name__}, not a Module")
+        raise PluginError(f"plugin {plugin!r} loading format {fmt!r} returned a {type(mod).__name__}, not a Module")
     return mod

@@ -14,38 +14,51 @@ also defines two data symbols:
   one thread per core).  Modules set it from ``LOOM_NUM_THREADS`` when loaded.
 
 :func:`link_shared_library` writes such a library from a backend's objects or C
-sources; :func:`~loom.runtime.load_module` recognises it (ELF magic), reads the
-metadata and asks the plugin of its format, which returns a :class:`LibraryModule`.
-The library is a real ``.so``: ``ctypes.CDLL(path).<symbol>`` calls a function
-through the native ABI of :mod:`loom.runtime.abi` without Loom.
+sources and appends an integrity record (:func:`seal`: the library's size and
+sha256, which the dynamic loader ignores); :func:`~loom.runtime.load_module`
+recognises it (ELF magic), reads the metadata from the file's bytes without
+loading it and asks the plugin of its format, which returns a :class:`LibraryModule`.
+A library that is not a regular file, lacks the record or does not match it (truncated,
+modified after export), or whose metadata names a symbol the library does not
+define as a function, is a :class:`~loom.errors.SerializationError` before anything
+is mapped.  The library is a real ``.so``: ``ctypes.CDLL(path).<symbol>`` calls a
+function through the native ABI of :mod:`loom.runtime.abi` without Loom.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
+import logging
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 import weakref
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import envvars
 from ..errors import LoomError, LoomValueError, SerializationError
-from ..ir.function import IRModule
+from ..ir.function import IRModule, PrimFunc
 from ..ir.serialize import load_json, save_json
+from .elf_symbols import ELF_MAGIC, FUNCTION, OBJECT, ElfError, ElfSymbol, dynamic_symbols, symbol_bytes
 from .module import EXPORT_VERSION, Module
 from .native_module import NativeModule
+from .safe_files import open_regular, read_regular_file
 
 __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "configured_num_threads",
            "library_metadata", "link_shared_library", "is_shared_library", "read_library_metadata",
-           "set_library_threads", "bind_thread_knob"]
+           "set_library_threads", "bind_thread_knob", "seal"]
+
+_log = logging.getLogger(__name__)
 
 METADATA_SYMBOL = "loom_module_metadata"
 THREADS_SYMBOL = "loom_num_threads"
-_ELF_MAGIC = b"\x7fELF"
+#: Brackets the integrity record at the end of an exported library (see :func:`seal`).
+_SEAL = b"LOOMSEAL"
+_SEAL_SIZE = len(_SEAL) * 2 + 8 + 32
 
 
 class LinkError(LoomError):
@@ -64,8 +77,14 @@ def configured_num_threads() -> int:
 
 
 def set_library_threads(address: int, count: int | None = None) -> None:
-    """Store ``count`` (default :func:`configured_num_threads`) into a module's ``loom_num_threads`` at ``address``."""
-    ctypes.c_int32.from_address(address).value = configured_num_threads() if count is None else int(count)
+    """Store ``count`` (default :func:`configured_num_threads`) into a module's ``loom_num_threads`` at ``address``.
+
+    :raises LoomValueError: for a count the ``int32_t`` knob cannot hold (it would wrap).
+    """
+    count = configured_num_threads() if count is None else int(count)
+    if not 0 <= count < 1 << 31:
+        raise LoomValueError(f"a thread count must be between 0 and {(1 << 31) - 1}, got {count}")
+    ctypes.c_int32.from_address(address).value = count
 
 
 #: The thread knobs of live native modules, by module.
@@ -77,13 +96,24 @@ def bind_thread_knob(owner: Any, address: int, default: int = 0) -> None:
     """Set ``owner``'s ``loom_num_threads`` (at ``address``) and keep it safe across ``fork()``.
 
     The count is ``LOOM_NUM_THREADS`` when set, else ``default`` (a target's
-    ``num_cores``; 0: one thread per core).
+    ``num_cores``; 0: one thread per core), checked by
+    :func:`loom.runtime.threads.usable_threads`: capped at ``MAX_THREADS``, and
+    lowered with a warning when this process cannot start that many threads
+    (libgomp would end it).
 
     libgomp's thread pool does not survive ``fork()``: in a child, a region of more
     than one thread waits forever for the parent's workers.  So in a process
     forked after OpenMP was loaded, every live knob (and every later one) is 1.
     """
-    set_library_threads(address, 1 if _forked_after_openmp else configured_num_threads() or max(0, default))
+    from .threads import usable_threads
+
+    if _forked_after_openmp:
+        count = 1
+    else:
+        configured = configured_num_threads()
+        count = usable_threads(configured or max(0, default),
+                               "LOOM_NUM_THREADS" if configured else "the target's num_cores")
+    set_library_threads(address, count)
     _KNOBS[owner] = address
 
 
@@ -164,12 +194,16 @@ def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], met
         try:
             try:
                 done = subprocess.run(command, capture_output=True, text=True, check=False)
+                _log.debug("link: %s (exit status %d)", shlex.join(command), done.returncode)
             except OSError as err:
                 raise LinkError(f"cannot run the compiler to link {path!r}: {err}\n"
                                 f"command: {shlex.join(command)}") from None
             if done.returncode != 0:
                 raise LinkError(f"linking {path!r} failed with exit status {done.returncode}\n"
                                 f"command: {shlex.join(command)}\n{done.stderr.strip()}")
+            record = seal(Path(tmp).read_bytes())
+            with open(tmp, "ab") as fh:
+                fh.write(record)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -177,51 +211,109 @@ def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], met
 
 
 def is_shared_library(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` starts like a shared library (ELF)."""
+    """Whether ``path`` is a regular file that starts like a shared library (ELF); never blocks."""
     try:
-        with open(os.fspath(path), "rb") as fh:
-            return fh.read(4) == _ELF_MAGIC
+        fd, _ = open_regular(path)
+    except (OSError, LoomError):
+        return False
+    try:
+        return os.read(fd, 4) == ELF_MAGIC
     except OSError:
         return False
+    finally:
+        os.close(fd)
 
 
-def _open(path: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
+def seal(data: bytes) -> bytes:
+    """The integrity record :func:`link_shared_library` appends to a library: its size and sha256.
+
+    The dynamic loader ignores bytes after the ELF data; :func:`~loom.runtime.load_module`
+    refuses a library whose record is missing or does not match.
+    """
+    return _SEAL + len(data).to_bytes(8, "little") + hashlib.sha256(data).digest() + _SEAL
+
+
+def _check_seal(data: bytes, path: str) -> None:
+    n = len(data) - _SEAL_SIZE
+    if n < 0 or data[-len(_SEAL):] != _SEAL or data[n:n + len(_SEAL)] != _SEAL:
+        raise SerializationError(f"{path!r} has no Loom integrity record at its end: it was truncated, stripped or "
+                                 "rewritten after export, or export_library did not write it; export it again")
+    recorded = int.from_bytes(data[n + len(_SEAL):n + len(_SEAL) + 8], "little")
+    if recorded != n or hashlib.sha256(data[:n]).digest() != data[n + len(_SEAL) + 8:-len(_SEAL)]:
+        raise SerializationError(f"{path!r} was modified after export: its size or sha256 differs from what "
+                                 "export_library recorded; export it again")
+
+
+def _read_library(path: str) -> tuple[bytes, dict[str, Any], dict[str, ElfSymbol]]:
+    """The bytes, metadata and defined dynamic symbols of a library ``export_library`` wrote, checked.
+
+    Nothing is loaded: the file is read once (a regular file only), its integrity
+    record checked, and the metadata read from the bytes.
+    """
     try:
-        lib = ctypes.CDLL(os.path.abspath(path))
-    except OSError as err:
+        data = read_regular_file(path)
+    except (OSError, LoomError) as err:
         raise SerializationError(f"cannot load shared library {path!r}: {err}") from None
     try:
-        raw = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, METADATA_SYMBOL)))
-    except ValueError:
+        symbols = dynamic_symbols(data)
+    except ElfError as err:
+        raise SerializationError(f"cannot load shared library {path!r}: {err}") from None
+    found = symbols.get(METADATA_SYMBOL)
+    if found is None or found.kind != OBJECT or found.offset is None:
         raise SerializationError(f"{path!r} is a shared library but not a Loom module "
-                                 f"(it defines no {METADATA_SYMBOL!r})") from None
+                                 f"(it defines no {METADATA_SYMBOL!r})")
+    _check_seal(data, path)
+    raw = symbol_bytes(data, found).split(b"\0", 1)[0]
     try:
         meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise SerializationError(f"{path!r}: the Loom metadata is not valid JSON ({err})") from None
     if not isinstance(meta, dict) or meta.get("loom_module") != EXPORT_VERSION \
             or not all(isinstance(meta.get(k), t) for k, t in
-                       (("format", str), ("entry", str), ("symbols", dict), ("signatures", str))):
+                       (("format", str), ("entry", str), ("symbols", dict), ("signatures", str))) \
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta["symbols"].items()):
         raise SerializationError(f"{path!r}: the Loom metadata is malformed or of another version "
                                  f"(this Loom reads version {EXPORT_VERSION})")
-    return lib, meta
+    return data, meta, symbols
 
 
 def read_library_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The metadata of a shared library written by a native module's ``export_library``."""
-    return _open(os.fspath(path))[1]
+    """The metadata of a shared library written by a native module's ``export_library`` (checked, not loaded)."""
+    return _read_library(os.fspath(path))[1]
 
 
-def _private_copy(path: str) -> str:
-    """A copy of ``path`` in a temporary folder, so its globals (import slots) are this module's own.
+_WORDS = {FUNCTION: "a function", OBJECT: "a variable"}
 
-    ``dlopen`` of one path twice returns one handle, whose import slots two
-    modules would then overwrite for each other.
+
+def _check_symbols(path: str, functions: Mapping[str, Any], symbols: Mapping[str, str],
+                   defined: Mapping[str, ElfSymbol], imports: Sequence[str]) -> None:
+    """Every symbol Loom will call is a function of the library, every one it writes a variable big enough.
+
+    Calling a variable, or storing a pointer into code or a smaller variable,
+    would crash the process or corrupt memory.
     """
-    work = tempfile.mkdtemp(prefix="loom_lib_")
-    copy = os.path.join(work, os.path.basename(path) or "module.so")
-    shutil.copyfile(path, copy)
-    return copy
+    from .abi import import_symbol
+    from .linking import device_services
+
+    for name, func in functions.items():
+        if not isinstance(func, PrimFunc):
+            raise SerializationError(f"{path!r}: the metadata's {name!r} is a {type(func).__name__}, not a PrimFunc")
+        symbol = symbols.get(name) or str(func.attrs.get("global_symbol", name))
+        found = defined.get(symbol)
+        if found is None or found.kind != FUNCTION:
+            what = "not defined" if found is None else f"{_WORDS.get(found.kind, 'another kind of symbol')}, " \
+                "not a function"
+            raise SerializationError(f"{path!r}: the metadata names symbol {symbol!r} for function {name!r}, "
+                                     f"but in the library it is {what}")
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    slots = {THREADS_SYMBOL: 4, **{s: pointer for s in device_services()},
+             **{import_symbol(n): pointer for n in imports}}
+    for symbol, size in slots.items():
+        found = defined.get(symbol)
+        if found is not None and (found.kind != OBJECT or found.size < size):
+            raise SerializationError(f"{path!r}: {symbol!r} must be a variable of at least {size} bytes, but in "
+                                     f"the library it is {_WORDS.get(found.kind, 'another kind of symbol')} "
+                                     f"of {found.size} bytes")
 
 
 class LibraryModule(NativeModule):
@@ -232,12 +324,21 @@ class LibraryModule(NativeModule):
     and native ABI as the module that was exported, and the modules it embeds
     are restored through their backends and linked again.
 
+    The file is read once and checked (a regular file, its integrity record, the
+    metadata against the symbols the library defines) before anything is mapped;
+    the checked bytes are then loaded from a private copy.  So each load gets its
+    own code and globals, even when ``path`` was re-exported in between (``dlopen``
+    of an already loaded path would return the old library), and a later change to
+    ``path`` cannot reach the loaded code.
+
     :param path: the shared library.
+    :raises SerializationError: when the file is not such a library, or was modified after export.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.path.abspath(os.fspath(path))
-        self._lib, meta = _open(self.path)
+        data, meta, self._defined = _read_library(self.path)
+        self._data = data
         self.format = meta["format"]  # type: ignore[misc]  # per instance: the exporter's format
         self._sources: dict[str, str] = dict(meta.get("sources") or {})
         self._default_source = str(meta.get("default_source") or "")
@@ -248,10 +349,18 @@ class LibraryModule(NativeModule):
         mod = load_json(meta["signatures"])
         if not isinstance(mod, IRModule):
             raise SerializationError(f"{self.path!r}: the signatures are a {type(mod).__name__}, not an IRModule")
-        if self._imports:
-            self._lib = _open(_private_copy(self.path))[0]
+        _check_symbols(self.path, mod.functions, meta["symbols"], self._defined, self._imports)
+        self._work = tempfile.TemporaryDirectory(prefix="loom_lib_")  # removed with this module
+        copy = os.path.join(self._work.name, os.path.basename(self.path) or "module.so")
+        with open(copy, "wb") as fh:
+            fh.write(data)
+        try:
+            self._lib = ctypes.CDLL(copy)
+        except OSError as err:
+            raise SerializationError(f"cannot load shared library {self.path!r}: {err}") from None
         entry = meta["entry"] or None
-        super().__init__(dict(mod.functions), entry if entry in mod.functions else None, meta["symbols"])
+        functions = {n: f for n, f in mod.functions.items() if isinstance(f, PrimFunc)}
+        super().__init__(functions, entry if entry in functions else None, meta["symbols"])
         embedded = meta.get("embedded") or ""
         if embedded:
             from .linking import link, unpack_modules
@@ -265,6 +374,8 @@ class LibraryModule(NativeModule):
         return self._imports
 
     def _symbol_address(self, symbol: str) -> int | None:
+        if symbol not in self._defined:  # only this library's own symbols, never one of its dependencies'
+            return None
         try:
             return ctypes.addressof(ctypes.c_char.in_dll(self._lib, symbol))
         except ValueError:
@@ -281,12 +392,12 @@ class LibraryModule(NativeModule):
         return self._sources[fmt]
 
     def export_library(self, path: str | os.PathLike[str]) -> None:
-        """Copy the library to ``path`` (atomically)."""
+        """Write the library this module was loaded from (the checked bytes) to ``path``, atomically."""
         path = os.fspath(path)
         fd, tmp = tempfile.mkstemp(prefix=".loom-lib-", dir=os.path.dirname(os.path.abspath(path)))
-        os.close(fd)
         try:
-            shutil.copyfile(self.path, tmp)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._data)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

@@ -11,6 +11,9 @@ memory by accident: only ``.numpy()`` and ``.copyto()`` move it, and
 ``numpy.asarray`` refuses an array that is not on the CPU.
 
 A CPU array also keeps a numpy view of its memory, which is what calls use.
+An array may be read-only (:attr:`NDArray.readonly`: a read-only numpy array
+wrapped by :func:`from_dlpack`, or a DLPack 1.0 tensor flagged read-only): it
+cannot be written by ``copyfrom`` nor passed where a function writes.
 
 >>> import numpy as np
 >>> from loom.runtime import nd
@@ -32,34 +35,14 @@ from ..errors import LoomTypeError, LoomValueError
 from ..ir.dtype import DataType
 from ..target.devices import Device, cpu
 from .device_api import DeviceAPI, get_device_api
+from .host_memory import (
+    ALLOC_ALIGNMENT, Allocation, aligned_empty, compact_strides, host_view, is_compact, span,
+)
 
 __all__ = ["NDArray", "array", "empty", "from_dlpack", "aligned_empty", "ALLOC_ALIGNMENT"]
 
-#: Byte alignment of every allocation made by ``loom.nd``.
-ALLOC_ALIGNMENT = 64
-
 _CPU = 1
 _CPU0 = cpu(0)  # Devices are frozen values: one is enough
-
-
-def aligned_empty(shape: Sequence[int], dtype: Any, alignment: int = ALLOC_ALIGNMENT) -> np.ndarray:
-    """An uninitialised C-contiguous numpy array whose data pointer is a multiple of ``alignment``.
-
-    >>> aligned_empty((3, 5), "float64", 256).ctypes.data % 256
-    0
-    """
-    npd = np.dtype(dtype)
-    shape = tuple(int(n) for n in shape)
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    nbytes = count * npd.itemsize
-    raw = np.empty(nbytes + alignment, dtype=np.uint8)
-    start = (-raw.ctypes.data) % alignment
-    if nbytes == 0:  # numpy gives empty buffers a placeholder pointer; keep the aligned one
-        return np.ndarray(shape, npd, buffer=raw, offset=start)
-    # Through a memoryview the result is its own root array (its ``base`` is no
-    # ndarray), so views of it report element offsets from the aligned start.
-    flat = np.frombuffer(memoryview(raw[start:start + nbytes]), dtype=npd)
-    return flat.reshape(shape)
 
 
 def _dtypes(dtype: Any) -> tuple[str, np.dtype]:
@@ -83,69 +66,6 @@ def _as_device(dev: Any) -> Device:
     return Device(dev)
 
 
-def _compact_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= n
-    return tuple(reversed(out))
-
-
-def _is_compact(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Row-major compact, by numpy's rule: strides of extent-1 axes (and of empty arrays) do not matter."""
-    if 0 in shape:
-        return True
-    step = 1
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n != 1 and s != step:
-            return False
-        step *= n
-    return True
-
-
-def _span(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
-    """Element offsets (from the data pointer) of the first element reached and one past the last."""
-    if 0 in shape:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
-    return lo, hi + 1
-
-
-class _HostMemory:
-    """Host bytes at an address, as numpy sees them; keeps the memory's owner alive as long as any view lives."""
-
-    __slots__ = ("__array_interface__", "owner")
-
-    def __init__(self, address: int, nbytes: int, owner: Any) -> None:
-        # Through the array interface rather than a ctypes array: ctypes caches one type per length, forever.
-        self.__array_interface__ = {"data": (address, False), "shape": (nbytes,), "typestr": "|u1", "version": 3}
-        self.owner = owner
-
-
-def _host_view(ptr: int, shape: tuple[int, ...], npd: np.dtype, strides: tuple[int, ...] | None,
-               owner: Any) -> np.ndarray:
-    """A numpy view of host memory at ``ptr`` that keeps ``owner`` alive as long as any view of it lives."""
-    item = npd.itemsize
-    lo, hi = _span(shape, strides or _compact_strides(shape))
-    raw = np.asarray(_HostMemory(ptr + lo * item, (hi - lo) * item, owner))
-    if strides is None:
-        return raw.view(npd).reshape(shape)
-    return np.ndarray(shape, npd, buffer=raw, offset=-lo * item, strides=tuple(s * item for s in strides))
-
-
-class _Allocation:
-    """The owner of memory allocated through a device API: frees it when collected."""
-
-    __slots__ = ("api", "device", "address", "__weakref__")
-
-    def __init__(self, api: DeviceAPI, device: Device, address: int) -> None:
-        self.api, self.device, self.address = api, device, address
-
-    def __del__(self) -> None:
-        self.api.free(self.device, self.address)
-
-
 class NDArray:
     """An n-dimensional array on a device: a descriptor of memory its device API owns.
 
@@ -159,6 +79,7 @@ class NDArray:
     :param strides: the strides in elements; None (or the compact strides) for row-major compact.
     :param byte_offset: where element 0 lies, in bytes from ``handle``.
     :param owner: any object keeping the memory alive as long as the array (and its views) live.
+    :param readonly: the memory must not be written (a DLPack producer said so, or it is constant).
 
     >>> import numpy as np
     >>> from loom.runtime import nd
@@ -170,10 +91,11 @@ class NDArray:
     """
 
     __slots__ = ("_handle", "_shape", "_strides", "_dtype", "_npdtype", "_device", "_byte_offset", "_owner",
-                 "_data", "_ptr", "__weakref__")
+                 "_data", "_ptr", "_readonly", "__weakref__")
 
     def __init__(self, handle: int, shape: Sequence[int], dtype: Any, device: Any,
-                 strides: Sequence[int] | None = None, byte_offset: int = 0, owner: Any = None) -> None:
+                 strides: Sequence[int] | None = None, byte_offset: int = 0, owner: Any = None,
+                 readonly: bool = False) -> None:
         self._device = _as_device(device)
         self._shape = tuple(int(n) for n in shape)
         if any(n < 0 for n in self._shape):
@@ -183,7 +105,7 @@ class NDArray:
             strides = tuple(int(s) for s in strides)
             if len(strides) != len(self._shape):
                 raise LoomValueError(f"NDArray: {len(strides)} strides for shape {self._shape}")
-            if _is_compact(self._shape, strides):
+            if is_compact(self._shape, strides):
                 strides = None
         self._strides: tuple[int, ...] | None = strides
         self._handle = int(handle or 0)
@@ -195,9 +117,11 @@ class NDArray:
         self._owner = owner
         #: The data pointer, cached: calls read it every time.
         self._ptr = self._handle + self._byte_offset
+        #: Whether the memory is read-only (for a CPU array, its numpy view says so too).
+        self._readonly = bool(readonly)
         self._data: np.ndarray | None = None
         if self._device.device_type == _CPU:
-            self._data = _host_view(self._ptr, self._shape, self._npdtype, strides, owner)
+            self._data = host_view(self._ptr, self._shape, self._npdtype, strides, owner, self._readonly)
 
     @classmethod
     def _wrap_numpy(cls, arr: np.ndarray, device: Device | None = None) -> NDArray:
@@ -214,6 +138,7 @@ class NDArray:
             self._strides = tuple(s // item for s in arr.strides)
         self._handle = self._ptr = arr.ctypes.data
         self._byte_offset = 0
+        self._readonly = not arr.flags.writeable
         self._owner = self._data = arr
         return self
 
@@ -242,7 +167,7 @@ class NDArray:
     @property
     def strides(self) -> tuple[int, ...]:
         """The strides in elements (computed for a compact array)."""
-        return self._strides if self._strides is not None else _compact_strides(self._shape)
+        return self._strides if self._strides is not None else compact_strides(self._shape)
 
     @property
     def is_compact(self) -> bool:
@@ -264,6 +189,19 @@ class NDArray:
         return self._ptr
 
     @property
+    def readonly(self) -> bool:
+        """Whether the memory must not be written (a CPU array: its numpy view is not writeable).
+
+        >>> import numpy as np
+        >>> from loom.runtime import nd
+        >>> x = np.zeros(2); x.flags.writeable = False
+        >>> nd.from_dlpack(x).readonly, nd.array(x).readonly
+        (True, False)
+        """
+        data = self._data
+        return self._readonly if data is None else not data.flags.writeable
+
+    @property
     def nbytes(self) -> int:
         """The bytes of the elements (not of the span a strided array reaches)."""
         return self.size * self._npdtype.itemsize
@@ -275,7 +213,7 @@ class NDArray:
     def _staged(self, api: DeviceAPI) -> tuple[np.ndarray, np.ndarray, int]:
         """A host copy of the span of a strided device array: (flat copy, strided view of it, first element)."""
         npd, item = self._npdtype, self._npdtype.itemsize
-        lo, hi = _span(self._shape, self.strides)
+        lo, hi = span(self._shape, self.strides)
         flat = np.empty(hi - lo, npd)
         api.copy_to_host(flat, self._ptr + lo * item, self._device)
         view = np.ndarray(self._shape, npd, buffer=flat, offset=-lo * item,
@@ -302,7 +240,13 @@ class NDArray:
         ``source`` is a numpy array (or anything ``numpy.asarray`` takes), an
         NDArray on any device, or a DLPack object on any device.  Arrays on one
         device copy within it; across devices the data passes through the host.
+
+        :raises LoomValueError: when this array is read-only, or shapes differ.
+        :raises LoomTypeError: when ``source``'s elements do not convert to this dtype.
         """
+        if self.readonly:
+            raise LoomValueError(f"copyfrom: this {self._dtype} array of shape {self._shape} on {self._device} "
+                                 "is read-only")
         if not isinstance(source, NDArray) and _off_host(source):
             source = from_dlpack(source)
         if isinstance(source, NDArray):
@@ -320,7 +264,7 @@ class NDArray:
                     return self
                 return self._write_host(source.numpy())
             return self._write_host(source._data)
-        src = np.asarray(source)
+        src = _as_numpy(source, "copyfrom")
         self._check_shape(src.shape)
         return self._write_host(src)
 
@@ -329,18 +273,20 @@ class NDArray:
             raise LoomValueError(f"copyfrom: array of shape {self._shape} cannot take data of shape {shape}")
 
     def _write_host(self, src: np.ndarray) -> NDArray:
+        if src.dtype != self._npdtype:
+            src = _converted(src, self._npdtype, "copyfrom")
         if self._data is not None:
-            np.copyto(self._data, src, casting="unsafe")
+            np.copyto(self._data, src)
             return self
         if src.size == 0:
             return self
         api = self._api()
         if self._strides is None:
-            api.copy_from_host(self._ptr, self._device, np.asarray(src, dtype=self._npdtype, order="C"))
+            api.copy_from_host(self._ptr, self._device, np.ascontiguousarray(src))
             return self
         # Only the span can be copied: read it, write the elements, write it back.
         flat, view, lo = self._staged(api)
-        np.copyto(view, src, casting="unsafe")
+        np.copyto(view, src)
         api.copy_from_host(self._ptr + lo * self._npdtype.itemsize, self._device, flat)
         return self
 
@@ -358,7 +304,11 @@ class NDArray:
     # -- DLPack ------------------------------------------------------------------
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
-        """A DLPack capsule of this array (numpy's for CPU arrays, :func:`loom.runtime.dlpack.to_capsule` else)."""
+        """A DLPack capsule of this array (numpy's for CPU arrays, :func:`loom.runtime.dlpack.to_capsule` else).
+
+        With ``max_version`` of 1.0 or later the capsule is a versioned one, which
+        can say the array is read-only; a read-only array refuses a legacy capsule.
+        """
         if self._data is not None:
             kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device), ("copy", copy))
                       if v is not None}
@@ -372,7 +322,8 @@ class NDArray:
             api = _api_or_none(self._device)
             if api is not None:
                 api.synchronize(self._device)
-        return to_capsule(self.copyto(self._device) if copy else self)
+        versioned = max_version is not None and int(tuple(max_version)[0]) >= 1
+        return to_capsule(self.copyto(self._device) if copy else self, versioned=versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self._device.device_type, self._device.device_id)
@@ -418,7 +369,7 @@ def empty(shape: Sequence[int] | int, dtype: Any = "float32", dev: Any = None) -
     name, npd = _dtypes(dtype)
     api = get_device_api(dev.device_type)
     address = api.allocate(dev, math.prod(shape) * npd.itemsize, ALLOC_ALIGNMENT)
-    return NDArray(address, shape, name, dev, owner=_Allocation(api, dev, address))
+    return NDArray(address, shape, name, dev, owner=Allocation(api, dev, address))
 
 
 def array(source: Any, dev: Any = None, dtype: Any = None) -> NDArray:
@@ -437,10 +388,35 @@ def array(source: Any, dev: Any = None, dtype: Any = None) -> NDArray:
             return source.copyto(dev)
         src = source.numpy()
     else:
-        src = np.asarray(source)
-    if dtype is not None:
-        src = src.astype(_dtypes(dtype)[1], copy=False)
-    return empty(src.shape, src.dtype, dev).copyfrom(src)
+        src = _as_numpy(source, "loom.nd.array")
+    if dtype is None:
+        try:
+            dtype = _dtypes(src.dtype)[0]
+        except LoomTypeError:
+            raise LoomTypeError(f"loom.nd.array: the source holds numpy dtype {src.dtype}, which has no Loom "
+                                "dtype; pass dtype=... to convert its elements") from None
+    else:
+        dtype, npd = _dtypes(dtype)
+        if src.dtype != npd:
+            src = _converted(src, npd, "loom.nd.array")
+    return empty(src.shape, dtype, dev).copyfrom(src)
+
+
+def _as_numpy(source: Any, where: str) -> np.ndarray:
+    """``numpy.asarray(source)``; a LoomValueError for what numpy cannot make one array of (ragged lists)."""
+    try:
+        return np.asarray(source)
+    except (ValueError, TypeError) as err:
+        raise LoomValueError(f"{where}: cannot make an array of the {type(source).__name__}: {err}") from None
+
+
+def _converted(src: np.ndarray, npd: np.dtype, where: str) -> np.ndarray:
+    """``src``'s elements as ``npd`` (numpy's unsafe cast); a LoomTypeError naming both dtypes when they do not convert."""
+    try:
+        return src.astype(npd)
+    except (ValueError, TypeError, OverflowError) as err:
+        raise LoomTypeError(f"{where}: cannot convert elements of numpy dtype {src.dtype} to "
+                            f"{DataType.of(npd)}: {err}") from None
 
 
 def from_dlpack(obj: Any) -> NDArray:
@@ -465,4 +441,8 @@ def from_dlpack(obj: Any) -> NDArray:
     dev_type, dev_id = obj.__dlpack_device__()
     if int(dev_type) == _CPU:
         return NDArray._wrap_numpy(np.from_dlpack(obj), Device(_CPU, int(dev_id)))
-    return from_capsule(obj.__dlpack__(stream=None))
+    try:  # a versioned capsule can say the memory is read-only; producers older than DLPack 1.0 take no max_version
+        capsule = obj.__dlpack__(stream=None, max_version=(1, 0))
+    except TypeError:
+        capsule = obj.__dlpack__(stream=None)
+    return from_capsule(capsule)

@@ -45,7 +45,7 @@ from typing import Any
 import attrs
 
 from ..errors import TargetError
-from ..ir.node import Node, child, children, register_object
+from ..ir.node import Node, TupleOf, child, children, register_object
 from .devices import DeviceType, device_type_name, device_type_of
 from .kind import find_kind, list_kinds
 from .target import Target, TargetLike, target_key
@@ -78,10 +78,10 @@ class CompilationConfig(Node):
     """
 
     host_target: Target = child(Target)
-    primitive_targets: tuple[Target, ...] = children(Target)
+    primitive_targets: TupleOf[Target] = children(Target)
     default_primitive_virtual_device: VirtualDevice = child(VirtualDevice)
     host_virtual_device: VirtualDevice = child(VirtualDevice)
-    optional_homogeneous_target: Target | None = child(Target, optional=True)
+    optional_homogeneous_target: Target | None = child(Target, optional=True, default=None)
     # Not reflected (init=False): the canonical-virtual-device cache, keyed structurally.
     _cache: dict[Any, VirtualDevice] = attrs.field(init=False, factory=dict)
     _lock: Any = attrs.field(init=False, factory=threading.Lock)
@@ -131,7 +131,7 @@ class CompilationConfig(Node):
         homogeneous = fields.get("optional_homogeneous_target")
         expected = prims[0] if len(prims) == 1 else None
         if (homogeneous is None) != (expected is None) or (
-                expected is not None and target_key(homogeneous) != target_key(expected)):
+                expected is not None and homogeneous is not None and target_key(homogeneous) != target_key(expected)):
             raise TargetError("CompilationConfig.optional_homogeneous_target must be the primitive target "
                               f"when there is exactly one, else None; got {homogeneous!r} for {len(prims)} targets")
         set_field = object.__setattr__
@@ -265,7 +265,7 @@ def _default_host() -> Target:
 
 
 def _rehost(target: Target, host: Target) -> Target:
-    if target_key(target.host) != target_key(host):
+    if target.host is None or target_key(target.host) != target_key(host):
         raise TargetError(f"primitive target {target!r} has host {target.host!r}, not the host target {host!r}")
     return target.with_host(host)
 

@@ -41,7 +41,7 @@ from typing import Any, Union
 import attrs
 
 from ..errors import TargetError
-from ..ir.node import Node, child, mapping, register_object, value
+from ..ir.node import DictOf, Node, child, mapping, register_object, value
 from .devices import DeviceType, device_type_name
 from .kind import TargetKind, find_kind, get_kind
 
@@ -87,8 +87,8 @@ class Target(Node):
     """
 
     kind_name: str = value(str)
-    host: Target | None = child(lambda: Target, optional=True)
-    attrs: dict[str, Any] = mapping()
+    host: Target | None = child(lambda: Target, optional=True, default=None)
+    attrs: DictOf[str, Any] = mapping()
     keys: tuple[str, ...] = value(tuple, default=())
 
     def __init__(self, target: TargetLike | None = None, host: TargetLike | None = None,

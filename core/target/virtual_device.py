@@ -39,9 +39,9 @@ class VirtualDevice(Node):
     scope) means unconstrained.
     """
 
-    device_type: int | None = value(int, optional=True, converter=_opt_device_type)
-    virtual_device_id: int | None = value(int, optional=True)
-    target: Target | None = child(Target, optional=True)
+    device_type: int | None = value(int, optional=True, default=None, converter=_opt_device_type)
+    virtual_device_id: int | None = value(int, optional=True, default=None)
+    target: Target | None = child(Target, optional=True, default=None)
     memory_scope: str = value(str, default="")
 
     def __attrs_post_init__(self) -> None:

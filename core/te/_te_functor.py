@@ -26,7 +26,8 @@ __all__ = ["te_collect"]
 
 class _PreOrder(Visitor):
     def __init__(self, pred: Callable[[Any], bool]) -> None:
-        self.pred, self.found = pred, []
+        self.pred = pred
+        self.found: list[Any] = []
 
     def generic_visit(self, node: Any) -> None:
         if self.pred(node):

@@ -120,8 +120,10 @@ def _pass_up_domain(stage: Any, ranges: dict[E.IterVar, E.Range], state: dict[E.
             fused = state[rel.fused]
             if fused.is_point and not matches(fused, ranges[rel.fused]):
                 factor = ranges[rel.inner].extent
-                state[rel.outer] = IntervalSet.point(an.simplify(ops.floordiv(fused.min, factor) + ranges[rel.outer].min))
-                state[rel.inner] = IntervalSet.point(an.simplify(ops.floormod(fused.min, factor) + ranges[rel.inner].min))
+                row, col = ops.floordiv(fused.min, factor), ops.floormod(fused.min, factor)
+                row, col = ops.cast(row, rel.outer.var.dtype), ops.cast(col, rel.inner.var.dtype)  # int64 fused
+                state[rel.outer] = IntervalSet.point(an.simplify(row + ranges[rel.outer].min))
+                state[rel.inner] = IntervalSet.point(an.simplify(col + ranges[rel.inner].min))
             else:  # a range of fused values covers whole rows: take the full domains
                 state[rel.outer] = IntervalSet.from_range(ranges[rel.outer])
                 state[rel.inner] = IntervalSet.from_range(ranges[rel.inner])
@@ -187,9 +189,11 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
     _pass_up_domain(consumer, ranges, up, an)
     dom_map: dict[E.Var, IntervalSet] = {}
     for iv in root_iter_vars(consumer.op):
-        r = cover_range(up.get(iv), iv.dom, an)
+        r = cover_range(up.get(iv), _dom(iv), an)
         if relax:
-            dom_map[iv.var] = union([eval_set(r.min, relax, an), eval_set(r.min + r.extent - 1, relax, an)], an)
+            corners = union([eval_set(r.min, relax, an), eval_set(r.min + r.extent - 1, relax, an)], an)
+            assert corners is not None  # the union of two sets
+            dom_map[iv.var] = corners
         else:
             dom_map[iv.var] = IntervalSet.from_range(r)
         an.bind(iv.var, r, allow_override=True)
@@ -208,23 +212,29 @@ def _infer_root(ctx: _Context, stage: Any, ranges: dict[E.IterVar, E.Range]) -> 
     op = stage.op
     if isinstance(op, HybridOp):  # computes its whole outputs: every loop runs over its own range
         for iv in op.axis:
-            ranges[iv] = iv.dom
+            ranges[iv] = _dom(iv)
         return
     if not isinstance(op, ComputeOp):
         return
     if stage.is_output or not ctx.consumers[stage]:
         for iv in root_iter_vars(op):
-            ranges[iv] = iv.dom
+            ranges[iv] = _dom(iv)
         return
-    targets = {stage.origin_op.output(k): [[] for _ in op.axis] for k in range(op.num_outputs)}
+    targets: dict[Any, list[list[IntervalSet]]] = {stage.origin_op.output(k): [[] for _ in op.axis] for k in range(op.num_outputs)}
     for consumer in ctx.consumers[stage]:
         _consumer_reads(ctx, stage, consumer, ranges, targets)
     an = Analyzer()
     for k, iv in enumerate(op.axis):
         sets = [s for dims in targets.values() for s in dims[k]]
-        ranges[iv] = cover_range(union(sets, an), iv.dom, an)
+        ranges[iv] = cover_range(union(sets, an), _dom(iv), an)
     for iv in op.reduce_axis:
-        ranges[iv] = iv.dom
+        ranges[iv] = _dom(iv)
+
+
+def _dom(iv: E.IterVar) -> E.Range:
+    """The domain of an operation's own axis, which always has one (only schedule-made IterVars may lack it)."""
+    assert iv.dom is not None, iv
+    return iv.dom
 
 
 def infer_bound(sch: Any) -> InferBoundResult:

@@ -53,6 +53,12 @@ class IntervalSet:
         return self.min is not None and self.min is self.max
 
 
+def _end(e: Bound) -> E.PrimExpr:
+    """An end known to be bounded: a point's, or one checked above."""
+    assert e is not None
+    return e
+
+
 def _lo(a: Bound, b: Bound, an: Any) -> Bound:
     if a is None or b is None:
         return None
@@ -104,13 +110,13 @@ def _sign(e: E.PrimExpr, an: Any) -> int:
 
 def _map(s: IntervalSet, fn: Callable[[E.PrimExpr], E.PrimExpr]) -> IntervalSet:
     if s.is_point:
-        return IntervalSet.point(fn(s.min))
+        return IntervalSet.point(fn(_end(s.min)))
     return IntervalSet(None if s.min is None else fn(s.min), None if s.max is None else fn(s.max))
 
 
 def _add(a: IntervalSet, b: IntervalSet) -> IntervalSet:
     if a.is_point and b.is_point:
-        return IntervalSet.point(a.min + b.min)
+        return IntervalSet.point(_end(a.min) + _end(b.min))
     lo = None if a.min is None or b.min is None else a.min + b.min
     hi = None if a.max is None or b.max is None else a.max + b.max
     return IntervalSet(lo, hi)
@@ -118,7 +124,7 @@ def _add(a: IntervalSet, b: IntervalSet) -> IntervalSet:
 
 def _sub(a: IntervalSet, b: IntervalSet) -> IntervalSet:
     if a.is_point and b.is_point:
-        return IntervalSet.point(a.min - b.min)
+        return IntervalSet.point(_end(a.min) - _end(b.min))
     lo = None if a.min is None or b.max is None else a.min - b.max
     hi = None if a.max is None or b.min is None else a.max - b.min
     return IntervalSet(lo, hi)
@@ -136,15 +142,15 @@ def _scale(s: IntervalSet, p: E.PrimExpr, an: Any, fn: Callable[[Any, Any], E.Pr
 
 def _mul(a: IntervalSet, b: IntervalSet, an: Any) -> IntervalSet:
     if a.is_point and b.is_point:
-        return IntervalSet.point(a.min * b.min)
+        return IntervalSet.point(_end(a.min) * _end(b.min))
     if b.is_point:
-        return _scale(a, b.min, an, lambda x, p: x * p)
+        return _scale(a, _end(b.min), an, lambda x, p: x * p)
     if a.is_point:
-        return _scale(b, a.min, an, lambda x, p: p * x)
-    ends = [a.min, a.max, b.min, b.max]
-    if all(isinstance(e, E.IntImm) for e in ends):
+        return _scale(b, _end(a.min), an, lambda x, p: p * x)
+    ends = [e for e in (a.min, a.max, b.min, b.max) if isinstance(e, E.IntImm)]
+    if len(ends) == 4:
         prods = [x.value * y.value for x in ends[:2] for y in ends[2:]]
-        return IntervalSet(ops.const(min(prods), a.min.dtype), ops.const(max(prods), a.min.dtype))
+        return IntervalSet(ops.const(min(prods), ends[0].dtype), ops.const(max(prods), ends[0].dtype))
     return IntervalSet.everything()
 
 
@@ -154,16 +160,16 @@ def _div(a: IntervalSet, b: IntervalSet, an: Any, fn: Callable[[Any, Any], E.Pri
     if not b.is_point or an.can_prove_equal(b.min, 0):
         return IntervalSet.everything()
     # floor and truncated division are monotone in x: non-decreasing for a positive divisor
-    return _scale(a, b.min, an, fn)
+    return _scale(a, _end(b.min), an, fn)
 
 
 def _mod(a: IntervalSet, b: IntervalSet, an: Any, floor: bool) -> IntervalSet:
     fn = ops.floormod if floor else ops.truncmod
     if a.is_point and b.is_point:
         return IntervalSet.point(fn(a.min, b.min))
-    if not b.is_point or _sign(b.min, an) <= 0 or an.can_prove_equal(b.min, 0):
+    if not b.is_point or _sign(_end(b.min), an) <= 0 or an.can_prove_equal(b.min, 0):
         return IntervalSet.everything()
-    d = b.min
+    d = _end(b.min)
     nonneg = a.min is not None and an.can_prove(a.min >= 0)
     if a.min is not None and a.max is not None and (floor or nonneg) \
             and an.can_prove_equal(ops.floordiv(a.min, d), ops.floordiv(a.max, d)):
@@ -222,7 +228,9 @@ class _Evaluator:
         return IntervalSet(lo, hi)
 
     def _Select(self, e: E.Select) -> IntervalSet:
-        return union([self(e.true_value), self(e.false_value)], self.an)
+        both = union([self(e.true_value), self(e.false_value)], self.an)
+        assert both is not None  # None only for no sets
+        return both
 
     def _Cast(self, e: E.Cast) -> IntervalSet:
         src = e.value.dtype

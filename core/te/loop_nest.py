@@ -7,11 +7,14 @@ loop, a let, an attribute).  :func:`merge_nest` applies them inside out.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Optional
 
 from ..arith import Analyzer
+from ..errors import LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
+from ..ir.dtype import MAX_LANES
 from ..ir.intrin import likely
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, Stmt
 from .int_set import IntervalSet, eval_set
@@ -46,6 +49,14 @@ def _loop_frames(iv: E.IterVar, var: E.Var, dom: E.Range, kind: str, values: dic
             lambda b: LetStmt(var, dom.min + idx, b)]
 
 
+def _check_lanes(stage: Any, iv: E.IterVar, dom: E.Range) -> None:
+    """A vectorized loop becomes one vector of ``extent`` lanes: refuse one wider than any vector."""
+    if isinstance(dom.extent, E.IntImm) and dom.extent.value > MAX_LANES:
+        raise LoomValueError(f"vectorize on {stage.op.name}: loop {iv.var.name} has {dom.extent.value} iterations, "
+                             f"more than the {MAX_LANES} lanes a vector can have; split it "
+                             f"(s[{stage.op.name}].split({iv.var.name}, factor=8)) and vectorize the inner loop")
+
+
 def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, new_loop_var: bool,
                    skip: set[E.IterVar], values: dict[E.IterVar, E.PrimExpr],
                    attach: Optional[Callable[[E.IterVar, Stmt], Stmt]] = None) -> list[list[Frame]]:
@@ -68,12 +79,14 @@ def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, ne
         if thread is None:
             var = E.Var(f"{iv.var.name}.init", iv.var.dtype) if new_loop_var else iv.var
             for key, value in (attr.pragmas if attr is not None else []):
-                level.append(lambda b, key=key, value=value, iv=iv: AttrStmt(iv, f"pragma_{key}", value, b))
+                level.append(partial(AttrStmt, iv, f"pragma_{key}", value))
             kind = _FOR_KIND.get(attr.iter_type if attr is not None else "data_par", "serial")
+            if kind == "vectorized":
+                _check_lanes(stage, iv, dom)
             level.extend(_loop_frames(iv, var, dom, kind, values))
         else:
             key = "virtual_thread" if thread.thread_tag in _VIRTUAL_TAGS else "thread_extent"
-            level.append(lambda b, thread=thread, key=key, ext=dom.extent: AttrStmt(thread, key, ext, b))
+            level.append(partial(AttrStmt, thread, key, dom.extent))
             # A thread index runs over [0, extent): an axis whose range starts elsewhere (a stage
             # attached inside another's loops) is that start plus the index, as for loops above.
             if _is_one(dom.extent):
@@ -83,7 +96,7 @@ def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, ne
             else:
                 values[iv] = dom.min + thread.var
         if attach is not None and not new_loop_var:
-            level.append(lambda b, iv=iv: attach(iv, b))
+            level.append(partial(attach, iv))
     pass_up_index(stage, dom_map, values)
     return nest
 
@@ -115,15 +128,16 @@ def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict
     for iv in root_iter_vars(stage.op):
         if iv in skip or iv.iter_type == "opaque" or iv not in values:
             continue
-        dom = dom_map[iv]
-        same = an.can_prove_equal(iv.dom.min, dom.min) and an.can_prove_equal(iv.dom.extent, dom.extent)
+        dom, root = dom_map[iv], iv.dom
+        assert root is not None  # an operation's own axes have domains
+        same = an.can_prove_equal(root.min, dom.min) and an.can_prove_equal(root.extent, dom.extent)
         if not skip_domain and not same:
-            value = an.simplify(values[iv] - iv.dom.min)
+            value = an.simplify(values[iv] - root.min)
             s = eval_set(value, sets, an)
             if s.min is None or not an.can_prove(s.min >= 0):
                 preds.append(value >= 0)
-            if s.max is None or not an.can_prove(s.max < iv.dom.extent):
-                preds.append(value < iv.dom.extent)
+            if s.max is None or not an.can_prove(s.max < root.extent):
+                preds.append(value < root.extent)
     return preds
 
 

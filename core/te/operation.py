@@ -15,7 +15,7 @@ Iteration variables take part in expressions as their ``var`` (``A[i, k]`` with
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 import numpy as np
 
@@ -23,14 +23,18 @@ from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.buffer import Buffer, decl_buffer
-from ..ir.dtype import DataType
+from ..ir.dtype import DataType, DTypeLike
 from ..ir.functor import Visitor
-from ..ir.node import child, children, mapping, register_object
+from ..ir.node import DictOf, TupleOf, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
+from ..ir.recursion import deep_recursion
 from ..ir.reduce import Reduce
 from ..ir.stmt import Evaluate, Stmt
 from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["placeholder", "compute", "extern", "thread_axis", "normalize_shape", "HybridOp"]
 
@@ -97,7 +101,7 @@ def _iter_var_ops() -> None:
     def lift(name: str) -> Callable[..., Any]:
         return lambda self, *rest: getattr(self.var, name)(*rest)
 
-    E.IterVar.as_expr = lambda self: self.var
+    setattr(E.IterVar, "as_expr", lambda self: self.var)  # declared on IterVar for type checkers
     for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
                  "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__",
                  "__lt__", "__le__", "__gt__", "__ge__", "astype"):
@@ -111,7 +115,7 @@ _iter_var_ops()
 # builders
 
 
-def placeholder(shape: Any, dtype: Any = "float32", name: str = "placeholder") -> Tensor:
+def placeholder(shape: Any, dtype: DTypeLike = "float32", name: str = "placeholder") -> Tensor[PlaceholderOp]:
     """An input tensor of ``shape`` and ``dtype``.
 
     >>> import loom
@@ -128,8 +132,22 @@ def placeholder(shape: Any, dtype: Any = "float32", name: str = "placeholder") -
     return PlaceholderOp(name, normalize_shape(shape, what), t).output(0)
 
 
+# One output for an expression, a list of them for a tuple of two or more (a list of any length
+# gives either, as it has one element or more).
+@overload
+def compute(shape: Any, fcompute: Callable[..., E.ExprLike], name: str = ..., tag: str = ...,
+            attrs: dict[str, Any] | None = ...) -> Tensor[ComputeOp]: ...
+@overload
+def compute(shape: Any, fcompute: Callable[..., tuple[Any]], name: str = ..., tag: str = ...,
+            attrs: dict[str, Any] | None = ...) -> Tensor[ComputeOp]: ...
+@overload
+def compute(shape: Any, fcompute: Callable[..., tuple[Any, Any, Unpack[tuple[Any, ...]]]], name: str = ...,
+            tag: str = ..., attrs: dict[str, Any] | None = ...) -> list[Tensor[ComputeOp]]: ...
+@overload
+def compute(shape: Any, fcompute: Callable[..., list[Any]], name: str = ..., tag: str = ...,
+            attrs: dict[str, Any] | None = ...) -> Tensor[ComputeOp] | list[Tensor[ComputeOp]]: ...
 def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag: str = "",
-            attrs: dict[str, Any] | None = None) -> Tensor | list[Tensor]:
+            attrs: dict[str, Any] | None = None) -> Tensor[ComputeOp] | list[Tensor[ComputeOp]]:
     """A tensor whose element at each index of ``shape`` is ``fcompute(*index)``.
 
     ``fcompute`` returning a tuple makes one output per element (all share the axes);
@@ -149,17 +167,19 @@ def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag
     bodies = list(result) if isinstance(result, (tuple, list)) else [result]
     if not bodies:
         raise LoomValueError(f"{what}: fcompute returned an empty tuple")
-    converted = []
-    for k, b in enumerate(bodies):
-        if isinstance(b, Tensor):
-            raise LoomTypeError(f"{what}: fcompute returned the tensor {b.name} itself; index it, e.g. {b.name}[i]")
-        try:
-            converted.append(ops.convert_expr(b))
-        except LoomTypeError as err:
-            raise LoomTypeError(f"{what}: output {k} of fcompute is not an expression: {err}") from err
-    reduce_axis = _check_reductions(converted, what)
-    op = ComputeOp(name, axis, reduce_axis, converted, tag, dict(attrs or {}))
-    outputs = [op.output(k) for k in range(op.num_outputs)]
+    with deep_recursion(what):  # a long chain of operations is as deep as it is long
+        converted = []
+        for k, b in enumerate(bodies):
+            if isinstance(b, Tensor):
+                raise LoomTypeError(f"{what}: fcompute returned the tensor {b.name} itself; index it, "
+                                    f"e.g. {b.name}[i]")
+            try:
+                converted.append(ops.convert_expr(b))
+            except LoomTypeError as err:
+                raise LoomTypeError(f"{what}: output {k} of fcompute is not an expression: {err}") from err
+        reduce_axis = _check_reductions(converted, what)
+        op = ComputeOp(name, axis, reduce_axis, converted, tag, dict(attrs or {}))
+        outputs = [op.output(k) for k in range(op.num_outputs)]
     return outputs[0] if len(outputs) == 1 else outputs
 
 
@@ -256,9 +276,20 @@ def _as_range(dom: Any, what: str) -> E.Range:
     return E.Range(lo, extent)
 
 
+# One output for one shape, one per shape (a Tensor for a single one) for a list of shapes.
+@overload
+def extern(shape: E.ExprLike | Sequence[E.ExprLike], inputs: Sequence[Tensor],
+           fcompute: Callable[[list[Buffer], list[Buffer]], Any], name: str = ..., dtype: Any = ...,
+           in_buffers: Any = ..., out_buffers: Any = ..., tag: str = ...,
+           attrs: dict[str, Any] | None = ...) -> Tensor[ExternOp]: ...
+@overload
+def extern(shape: Sequence[Sequence[E.ExprLike]], inputs: Sequence[Tensor],
+           fcompute: Callable[[list[Buffer], list[Buffer]], Any], name: str = ..., dtype: Any = ...,
+           in_buffers: Any = ..., out_buffers: Any = ..., tag: str = ...,
+           attrs: dict[str, Any] | None = ...) -> Tensor[ExternOp] | list[Tensor[ExternOp]]: ...
 def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[[list[Buffer], list[Buffer]], Any],
            name: str = "extern", dtype: Any = None, in_buffers: Any = None, out_buffers: Any = None,
-           tag: str = "", attrs: dict[str, Any] | None = None) -> Tensor | list[Tensor]:
+           tag: str = "", attrs: dict[str, Any] | None = None) -> Tensor[ExternOp] | list[Tensor[ExternOp]]:
     """Tensors computed by hand-written IR: ``fcompute(input_buffers, output_buffers)`` returns a Stmt.
 
     ``shape`` may be a list of shapes for several outputs.  An expression result
@@ -297,8 +328,9 @@ def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[[list[Buffer
         body = Evaluate(body)
     if not isinstance(body, Stmt):
         raise LoomTypeError(f"{what}: fcompute must return a Stmt or an expression, got {type(body).__name__}")
-    op = ExternOp(name, inputs, ins, outs, body, tag, dict(attrs or {}))
-    outputs = [op.output(k) for k in range(op.num_outputs)]
+    with deep_recursion(what):
+        op = ExternOp(name, inputs, ins, outs, body, tag, dict(attrs or {}))
+        outputs = [op.output(k) for k in range(op.num_outputs)]
     return outputs[0] if len(outputs) == 1 else outputs
 
 
@@ -348,12 +380,12 @@ class HybridOp(Operation):
     """
 
     name: str = val(str)
-    inputs: tuple[Tensor, ...] = children(Tensor)
-    outputs: tuple[Tensor, ...] = children(Tensor)
-    axis: tuple[E.IterVar, ...] = children(E.IterVar)
+    inputs: TupleOf[Tensor] = children(Tensor)
+    outputs: TupleOf[Tensor] = children(Tensor)
+    axis: TupleOf[E.IterVar] = children(E.IterVar)
     body: Stmt = child(Stmt)
     tag: str = val(str, default="")
-    attrs: dict[str, Any] = mapping()
+    attrs: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         if not self.outputs:

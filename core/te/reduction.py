@@ -18,7 +18,8 @@ Called with plain values instead of an axis, a reducer combines them directly, s
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Sequence
+from typing import Any, Callable, overload
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
@@ -78,7 +79,17 @@ class Reducer:
     def __repr__(self) -> str:
         return f"<comm_reducer {self.name}>"
 
-    def __call__(self, expr: Any, axis: Any = None, *rest: Any, where: Any = None, init: Any = None) -> Any:
+    # A reduction over an axis (one Reduce per element for a tuple), or the values combined.
+    @overload
+    def __call__(self, expr: tuple[Any, ...] | list[Any], axis: E.IterVar | Sequence[E.IterVar], *rest: Any,
+                 where: Any = ..., init: Any = ...) -> tuple[Reduce, ...]: ...
+    @overload
+    def __call__(self, expr: E.ExprLike, axis: E.IterVar | Sequence[E.IterVar], *rest: Any,
+                 where: Any = ..., init: Any = ...) -> Reduce: ...
+    @overload
+    def __call__(self, expr: E.ExprLike, axis: E.ExprLike, *rest: E.ExprLike) -> E.PrimExpr: ...
+    def __call__(self, expr: Any, axis: Any = None, *rest: Any, where: Any = None,
+                 init: Any = None) -> Reduce | tuple[Reduce, ...] | E.PrimExpr:
         if isinstance(axis, E.IterVar) or isinstance(axis, (list, tuple)):
             if len(rest) > 2:
                 raise LoomTypeError(f"{self.name}: takes (expr, axis, where, init), got {2 + len(rest)} arguments")

@@ -84,6 +84,8 @@ class IterVarAttr:
 
 
 def _ceil_div(a: E.PrimExpr, b: E.PrimExpr, analyzer: Any) -> E.PrimExpr:
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):  # exact: a + (b - 1) could wrap
+        return ops.const(-(-a.value // b.value), a.dtype)
     if analyzer.can_prove(ops.floormod(a, b) == 0):
         return analyzer.simplify(ops.floordiv(a, b))
     return analyzer.simplify(ops.floordiv(a + (b - 1), b))
@@ -112,13 +114,15 @@ def pass_down_domain(stage: Any, state: dict[E.IterVar, E.Range], analyzer: Any)
             if rel.factor is not None:
                 inner, outer = rel.factor, _ceil_div(ext, rel.factor, analyzer)
             else:
+                assert rel.nparts is not None  # a Split has a factor or a part count
                 outer, inner = rel.nparts, _ceil_div(ext, rel.nparts, analyzer)
             _update(state, rel.inner, E.Range(zero(rel.inner), inner), analyzer)
             _update(state, rel.outer, E.Range(zero(rel.outer), outer), analyzer)
         elif isinstance(rel, Fuse):
             if rel.outer not in state or rel.inner not in state:
                 continue
-            ext = analyzer.simplify(state[rel.outer].extent * state[rel.inner].extent)
+            t = rel.fused.var.dtype  # wide enough for the product (see schedule_loops.fuse)
+            ext = analyzer.simplify(ops.cast(state[rel.outer].extent, t) * ops.cast(state[rel.inner].extent, t))
             _update(state, rel.fused, E.Range(zero(rel.fused), ext), analyzer)
         elif isinstance(rel, Rebase):
             if rel.parent in state:
@@ -139,6 +143,11 @@ def _add_min(value: E.PrimExpr, mn: E.PrimExpr) -> E.PrimExpr:
     return value if isinstance(mn, E.IntImm) and mn.value == 0 else value + mn
 
 
+def _narrow(value: E.PrimExpr, iv: E.IterVar) -> E.PrimExpr:
+    """``value`` in ``iv``'s type: a part of an int64 fused loop fits its own, narrower variable."""
+    return value if value.dtype == iv.var.dtype else ops.cast(value, iv.var.dtype)
+
+
 def pass_up_index(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[E.IterVar, E.PrimExpr]) -> None:
     """The value of every parent variable from its children's ``values`` (leaves first)."""
     for rel in reversed(stage.relations):
@@ -151,8 +160,8 @@ def pass_up_index(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[E.
             if rel.fused in values:
                 factor = dom_map[rel.inner].extent
                 fused = values[rel.fused]
-                values[rel.outer] = _add_min(ops.floordiv(fused, factor), dom_map[rel.outer].min)
-                values[rel.inner] = _add_min(ops.floormod(fused, factor), dom_map[rel.inner].min)
+                values[rel.outer] = _add_min(_narrow(ops.floordiv(fused, factor), rel.outer), dom_map[rel.outer].min)
+                values[rel.inner] = _add_min(_narrow(ops.floormod(fused, factor), rel.inner), dom_map[rel.inner].min)
         elif isinstance(rel, Rebase):
             if rel.rebased in values:
                 values[rel.parent] = _add_min(values[rel.rebased], dom_map[rel.parent].min)

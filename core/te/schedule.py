@@ -16,17 +16,20 @@ reshaped by its primitives (``split``, ``fuse``, ``reorder``, ``compute_at``...)
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Generic, Optional, Sequence, TypeVar, Union, overload
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
+from ..ir.recursion import deep_recursion
 from .relations import IterVarAttr, Rebase, Relation
 from .operation import HybridOp
-from .tensor import ComputeOp, Operation, Tensor
+from .tensor import ComputeOp, Operation, OpT, Tensor
 from . import schedule_compute as _compute
 from . import schedule_loops as _loops
 
 __all__ = ["Schedule", "Stage", "create_schedule", "root_iter_vars"]
+
+_Op = TypeVar("_Op", bound=Operation)
 
 #: Where a stage's loops go: at the top level, nowhere (inlined), inside a consumer's loop.
 ATTACH_ROOT, ATTACH_INLINE, ATTACH_SCOPE = "root", "inline", "scope"
@@ -41,16 +44,19 @@ def root_iter_vars(op: Operation) -> tuple[E.IterVar, ...]:
     return ()
 
 
-class Stage:
+class Stage(Generic[OpT]):
     """The schedule of one operation: its loops and where they are placed.
 
     Primitives return the new loop variables (``split`` returns ``(outer,
     inner)``, ``fuse`` the fused one) and raise :class:`loom.errors.LoomError`
-    subclasses naming the stage and the axis on misuse.
+    subclasses naming the stage and the axis on misuse.  For type checkers a
+    stage is generic in its operation's type, as :class:`~loom.te.Tensor` is
+    (``s[B].op.axis`` is known for a compute ``B``; the cache primitives
+    replace ``op`` with one of the same type).
     """
 
-    def __init__(self, op: Operation, is_output: bool = False) -> None:
-        self.op: Operation = op
+    def __init__(self, op: OpT, is_output: bool = False) -> None:
+        self.op: OpT = op
         self.origin_op: Operation = op  # the op whose tensors the IR stores (cache primitives swap ``op``)
         self.all_iter_vars: list[E.IterVar] = list(root_iter_vars(op))
         self.leaf_iter_vars: list[E.IterVar] = list(self.all_iter_vars)
@@ -172,6 +178,10 @@ class Schedule:
         self.stage_map: dict[Operation, Stage] = {s.op: s for s in self.stages}
         self.is_normalized = False  # set on the copies normalize() returns
 
+    @overload
+    def __getitem__(self, key: Tensor[_Op]) -> Stage[_Op]: ...
+    @overload
+    def __getitem__(self, key: _Op) -> Stage[_Op]: ...
     def __getitem__(self, key: Union[Tensor, Operation]) -> Stage:
         op = key.op if isinstance(key, Tensor) else key
         if not isinstance(op, Operation):
@@ -185,17 +195,23 @@ class Schedule:
     def __repr__(self) -> str:
         return f"schedule({', '.join(s.op.name for s in self.stages)})"
 
-    def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+    def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor[ComputeOp]:
         """A stage copying ``tensor`` into ``scope`` that ``readers`` read instead (see schedule_cache)."""
         from .schedule_cache import cache_read
 
-        return cache_read(self, tensor, scope, readers)
+        with deep_recursion("cache_read"):
+            return cache_read(self, tensor, scope, readers)
 
-    def cache_write(self, tensor: Any, scope: str) -> Any:
+    @overload
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor[ComputeOp]: ...
+    @overload
+    def cache_write(self, tensor: Sequence[Tensor], scope: str) -> list[Tensor[ComputeOp]]: ...
+    def cache_write(self, tensor: Tensor | Sequence[Tensor], scope: str) -> Tensor[ComputeOp] | list[Tensor[ComputeOp]]:
         """Compute ``tensor`` into a ``scope`` cache first, then copy it out (see schedule_cache)."""
         from .schedule_cache import cache_write
 
-        return cache_write(self, tensor, scope)
+        with deep_recursion("cache_write"):
+            return cache_write(self, tensor, scope)
 
     def copy(self) -> Schedule:
         """An independent copy: primitives on it leave this schedule alone."""
@@ -254,4 +270,6 @@ def create_schedule(ops: Any) -> Schedule:
     >>> [st.op.name for st in s.stages], s[B].is_output
     (['A', 'B'], True)
     """
-    return Schedule(_as_ops(ops))
+    outputs = _as_ops(ops)
+    with deep_recursion("create_schedule"):  # finding the inputs walks every body
+        return Schedule(outputs)

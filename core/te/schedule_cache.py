@@ -68,7 +68,7 @@ def _copy_axes(shape: tuple[E.PrimExpr, ...], suffix: str = "") -> tuple[E.IterV
                  for k, s in enumerate(shape))
 
 
-def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tensor[ComputeOp]:
     """Copy ``tensor`` into a new ``scope`` stage ``<name>.<scope>`` that ``readers`` read instead.
 
     >>> from loom.te.operation import placeholder, compute
@@ -103,7 +103,7 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tenso
     return cache
 
 
-def cache_write(sch: Schedule, tensor: Any, scope: str) -> Any:
+def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[ComputeOp] | list[Tensor[ComputeOp]]:
     """Compute ``tensor``'s operation into ``<name>.<scope>`` and make the original stage copy it out.
 
     Call it before reshaping the stage's loops.  Every output of the operation

@@ -48,7 +48,8 @@ class _Nests(Visitor):
     """The perfect nests of a body, outermost first: lists of For loops."""
 
     def __init__(self, roots: dict[E.Var, E.IterVar]) -> None:
-        self.roots, self.nests = roots, []
+        self.roots = roots
+        self.nests: list[list[For]] = []
 
     def visit_For(self, loop: For) -> None:
         if loop.loop_var not in self.roots:

@@ -12,13 +12,15 @@ from typing import Any
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from .relations import Fuse, IterVarAttr, Singleton, Split
+from ..ir.dtype import DataType
+from .relations import Fuse, IterVarAttr, Rebase, Singleton, Split
 
 __all__ = ["split", "fuse", "reorder", "tile", "annotate", "bind", "pragma", "check_leaf"]
 
 # Fusing keeps the "strongest" kind of its two loops, as TVM's IterVarType order does.
 _TYPE_RANK = {"data_par": 0, "thread_index": 1, "reduce": 2, "ordered": 3, "opaque": 4}
 _ANNOTATIONS = ("unrolled", "vectorized", "parallelized")
+_INT64 = DataType.of("int64")
 
 
 def check_leaf(stage: Any, iv: Any, what: str) -> int:
@@ -39,6 +41,9 @@ def check_leaf(stage: Any, iv: Any, what: str) -> int:
 def _factor(value: Any, like: E.IterVar, name: str, what: str) -> E.PrimExpr:
     if isinstance(value, bool) or not isinstance(value, (int, E.PrimExpr)):
         raise LoomTypeError(f"{what}: {name} must be an int or an integer expression, got {value!r}")
+    if isinstance(value, int) and value > 0 and not _fits(value, like.var.dtype):
+        raise LoomValueError(f"{what}: {name}={value} is more than a loop of type {like.var.dtype} can count "
+                             f"(at most {_max_of(like.var.dtype)})")
     e = ops.convert_expr(value, like.var.dtype) if isinstance(value, int) else value
     if not e.dtype.is_integer:
         raise LoomTypeError(f"{what}: {name} must be an integer, got dtype {e.dtype}")
@@ -53,10 +58,10 @@ def _derived(parent: E.IterVar, suffix: str, iter_type: str | None = None) -> E.
 
 def split(stage: Any, parent: E.IterVar, factor: Any = None, nparts: Any = None) -> tuple[E.IterVar, E.IterVar]:
     """Split ``parent``; see :meth:`loom.te.schedule.Stage.split`."""
-    what = f"split of {getattr(parent, 'var', parent)!s}"
     pos = check_leaf(stage, parent, "split")
+    what = f"split of {parent.var.name} on {stage.op.name}"
     if (factor is None) == (nparts is None):
-        raise LoomValueError(f"{what} on {stage.op.name}: give exactly one of factor= and nparts= "
+        raise LoomValueError(f"{what}: give exactly one of factor= and nparts= "
                              f"(got factor={factor!r}, nparts={nparts!r})")
     f = _factor(factor, parent, "factor", what) if factor is not None else None
     n = _factor(nparts, parent, "nparts", what) if nparts is not None else None
@@ -91,11 +96,67 @@ def _fuse_two(stage: Any, outer: E.IterVar, inner: E.IterVar) -> E.IterVar:
         raise LoomValueError(f"fuse on {stage.op.name}: {outer.var.name} and {inner.var.name} are not adjacent "
                              f"loops, outer first (the loop order is {order}); reorder them first")
     kinds = sorted((outer.iter_type, inner.iter_type), key=lambda t: _TYPE_RANK.get(t, 0))
-    fused = E.IterVar(None, E.Var(f"{outer.var.name}.{inner.var.name}.fused", outer.var.dtype), kinds[-1])
+    dtype = _fused_dtype(stage, outer, inner)
+    fused = E.IterVar(None, E.Var(f"{outer.var.name}.{inner.var.name}.fused", dtype), kinds[-1])
     stage.relations.append(Fuse(outer, inner, fused))
     stage.all_iter_vars.append(fused)
     stage.leaf_iter_vars[po:pi + 1] = [fused]
     return fused
+
+
+def _max_of(dtype: Any) -> int:
+    return (1 << (dtype.bits - 1)) - 1 if dtype.code == "int" else (1 << dtype.bits) - 1
+
+
+def _fits(value: int, dtype: Any) -> bool:
+    return 0 <= value <= _max_of(dtype)
+
+
+def _extent_bound(stage: Any, iv: E.IterVar) -> int | None:
+    """An upper bound of loop ``iv``'s extent from the stage's domains, or None when it is symbolic.
+
+    Bound inference can only shrink a loop (a stage computed inside another
+    covers part of its domain), so the full domains give a bound that holds
+    whatever the stage's placement.
+    """
+    if iv.dom is not None:
+        return iv.dom.extent.value if isinstance(iv.dom.extent, E.IntImm) else None
+    for rel in stage.relations:
+        if isinstance(rel, Split) and iv in (rel.outer, rel.inner):
+            fixed, fixed_iv = (rel.factor, rel.inner) if rel.factor is not None else (rel.nparts, rel.outer)
+            if not isinstance(fixed, E.IntImm):
+                return None
+            if iv is fixed_iv:
+                return fixed.value
+            parent = _extent_bound(stage, rel.parent)
+            return None if parent is None else -(-parent // fixed.value)
+        if isinstance(rel, Fuse) and iv is rel.fused:
+            a, b = _extent_bound(stage, rel.outer), _extent_bound(stage, rel.inner)
+            return None if a is None or b is None else a * b
+        if isinstance(rel, Rebase) and iv is rel.rebased:
+            return _extent_bound(stage, rel.parent)
+        if isinstance(rel, Singleton) and iv is rel.iter:
+            return 1
+    return None
+
+
+def _fused_dtype(stage: Any, outer: E.IterVar, inner: E.IterVar) -> Any:
+    """The wider of the two loop variables' types, int64 when the fused count does not fit int32.
+
+    A constant fused extent is exact: past int32 the loop counts in int64 (an
+    int32 count would wrap and run no iteration at all).  Symbolic extents keep
+    their own type, as the shapes they come from do.
+    """
+    a, b = outer.var.dtype, inner.var.dtype
+    dtype = a if a.bits >= b.bits else b
+    na, nb = _extent_bound(stage, outer), _extent_bound(stage, inner)
+    if na is None or nb is None or _fits(na * nb, dtype):
+        return dtype
+    if dtype.bits < 64 and _fits(na * nb, _INT64):
+        return _INT64
+    raise LoomValueError(f"fuse on {stage.op.name}: fusing {outer.var.name} ({na} iterations) and "
+                         f"{inner.var.name} ({nb} iterations) makes {na * nb} iterations, more than an "
+                         f"int64 loop can count")
 
 
 def reorder(stage: Any, *axes: E.IterVar) -> None:

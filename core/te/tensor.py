@@ -10,7 +10,7 @@ as dictionary keys (schedules map tensors to stages, binds map them to buffers).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import attrs
 
@@ -18,10 +18,15 @@ from ..errors import IRError, LoomValueError
 from ..ir.buffer import Buffer
 from ..ir.dtype import DataType
 from ..ir import expr as E
-from ..ir.node import Node, abstract_node, child, children, mapping, register_object
+from ..ir.node import DictOf, Node, TupleOf, abstract_node, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
 from ..ir.stmt import Stmt
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ..ir.producer import ProducerLoad
 
 __all__ = ["Operation", "PlaceholderOp", "ComputeOp", "ExternOp", "Tensor"]
 
@@ -36,13 +41,17 @@ def _as_expr(v: Any) -> Any:
 class Operation(Node):
     """Base of operations.  ``name``, ``tag`` and ``attrs`` are common to all."""
 
-    _outputs: dict[int, Tensor] | None = attrs.field(init=False, default=None)
+    _outputs: dict[int, Tensor[Any]] | None = attrs.field(init=False, default=None)  # of this operation
+
+    if TYPE_CHECKING:  # a field of every operation
+        @property
+        def name(self) -> str: ...
 
     @property
     def num_outputs(self) -> int:
         raise NotImplementedError
 
-    def output(self, index: int) -> Tensor:
+    def output(self, index: int) -> Tensor[Self]:
         """The ``index``-th output tensor (the same object on every call)."""
         if not 0 <= index < self.num_outputs:
             raise LoomValueError(f"{self.name} has {self.num_outputs} output(s); output({index}) does not exist")
@@ -75,10 +84,10 @@ class PlaceholderOp(Operation):
     """An input tensor: a shape and a dtype, no computation."""
 
     name: str = val(str)
-    shape: tuple[E.PrimExpr, ...] = children(E.PrimExpr, element_converter=_as_expr)
-    dtype: DataType = val(DataType, converter=DataType.of)
+    shape: E.ExprTuple = children(E.PrimExpr, element_converter=_as_expr)
+    dtype: E.DTypeField = val(DataType, converter=DataType.of)
     tag: str = val(str, default="")
-    attrs: dict[str, Any] = mapping()
+    attrs: DictOf[str, Any] = mapping()
 
     @property
     def num_outputs(self) -> int:
@@ -100,11 +109,11 @@ class ComputeOp(Operation):
     """
 
     name: str = val(str)
-    axis: tuple[E.IterVar, ...] = children(E.IterVar)
-    reduce_axis: tuple[E.IterVar, ...] = children(E.IterVar)
-    body: tuple[E.PrimExpr, ...] = children(E.PrimExpr)
+    axis: TupleOf[E.IterVar] = children(E.IterVar)
+    reduce_axis: TupleOf[E.IterVar] = children(E.IterVar)
+    body: TupleOf[E.PrimExpr] = children(E.PrimExpr)
     tag: str = val(str, default="")
-    attrs: dict[str, Any] = mapping()
+    attrs: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         if not self.body:
@@ -118,7 +127,11 @@ class ComputeOp(Operation):
         return len(self.body)
 
     def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
-        return tuple(iv.dom.extent for iv in self.axis)
+        extents = []
+        for iv in self.axis:
+            assert iv.dom is not None  # checked at construction
+            extents.append(iv.dom.extent)
+        return tuple(extents)
 
     def output_dtype(self, index: int) -> DataType:
         return self.body[index].dtype
@@ -139,12 +152,12 @@ class ExternOp(Operation):
     """An operation whose body is given as IR over input and output buffers."""
 
     name: str = val(str)
-    inputs: tuple[Tensor, ...] = children(lambda: Tensor)
-    input_placeholders: tuple[Buffer, ...] = children(Buffer)
-    output_placeholders: tuple[Buffer, ...] = children(Buffer)
+    inputs: TupleOf[Tensor] = children(lambda: Tensor)
+    input_placeholders: TupleOf[Buffer] = children(Buffer)
+    output_placeholders: TupleOf[Buffer] = children(Buffer)
     body: Stmt = child(Stmt)
     tag: str = val(str, default="")
-    attrs: dict[str, Any] = mapping()
+    attrs: DictOf[str, Any] = mapping()
 
     def __attrs_post_init__(self) -> None:
         if len(self.inputs) != len(self.input_placeholders):
@@ -169,19 +182,29 @@ class ExternOp(Operation):
         return list(seen.values())
 
 
+if TYPE_CHECKING:  # a plain ``Tensor`` is ``Tensor[Operation]`` (TypeVar defaults are 3.13+)
+    from typing_extensions import TypeVar as _TypeVar
+
+    OpT = _TypeVar("OpT", bound=Operation, default=Operation, covariant=True)
+else:
+    OpT = TypeVar("OpT", bound=Operation, covariant=True)
+
+
 @register_object("te.Tensor")
-class Tensor(Node):
+class Tensor(Node, Generic[OpT]):
     """The ``value_index``-th output of ``op``.  ``T[i, j]`` reads it in an expression.
 
     Obtain tensors from ``op.output(i)`` (or the builders), which returns one
-    object per output, so tensors work as dictionary keys.
+    object per output, so tensors work as dictionary keys.  For type checkers a
+    tensor is generic in its operation: ``loom.compute`` returns a
+    ``Tensor[ComputeOp]``, whose ``op.axis`` is known.
     """
 
     # A tensor names data: structural equality pairs tensors like buffers, and
     # visitors stop here instead of walking into the producing operation.
     binding_identity: ClassVar[bool] = True
     is_declaration: ClassVar[bool] = True
-    op: Operation = child(Operation, reference=True)
+    op: OpT = child(Operation, reference=True)
     value_index: int = val(int, default=0)
 
     @classmethod
@@ -204,7 +227,7 @@ class Tensor(Node):
     def name(self) -> str:
         return self.op.name if self.op.num_outputs == 1 else f"{self.op.name}.v{self.value_index}"
 
-    def __getitem__(self, indices: Any) -> Any:
+    def __getitem__(self, indices: Any) -> ProducerLoad:
         """``T[i, j]``: a ProducerLoad of this tensor."""
         from ..ir.expr_ops import convert_expr
         from ..ir.producer import ProducerLoad
@@ -214,6 +237,21 @@ class Tensor(Node):
         if len(indices) != self.ndim:
             raise LoomValueError(f"tensor {self.name} has {self.ndim} dimensions, indexed with {len(indices)}")
         return ProducerLoad(self, [convert_expr(i) for i in indices])
+
+    if TYPE_CHECKING:  # elementwise operators with broadcasting, attached by te.tensor_ops
+        def __add__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __radd__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __sub__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __rsub__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __mul__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __rmul__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __truediv__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __rtruediv__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __floordiv__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __rfloordiv__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __mod__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __rmod__(self, other: Tensor | E.ExprLike) -> Tensor: ...
+        def __neg__(self) -> Tensor: ...
 
 
 def _tensor_text(p: Any, t: Tensor) -> str:

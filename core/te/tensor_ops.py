@@ -55,7 +55,9 @@ def broadcast_shape(a: tuple[E.PrimExpr, ...], b: tuple[E.PrimExpr, ...],
         x = a[-k] if k <= len(a) else None
         y = b[-k] if k <= len(b) else None
         if x is None or y is None:
-            out.append(x if y is None else y)
+            z = x if y is None else y
+            assert z is not None  # k is within the longer shape
+            out.append(z)
         elif _same_extent(x, y) or _is_one(y):
             out.append(x)
         elif _is_one(x):
@@ -126,7 +128,7 @@ def _attach() -> None:
                        ("floordiv", floor_divide), ("mod", floor_mod)):
         setattr(Tensor, f"__{dunder}__", fn)
         setattr(Tensor, f"__r{dunder}__", _swap(fn))
-    Tensor.__neg__ = negative
+    setattr(Tensor, "__neg__", negative)
     # ``n * A`` with ``n`` an expression: let the expression side defer to the tensor's
     # reflected operator instead of failing to make a constant of a tensor.
     for dunder in ("add", "sub", "mul", "truediv", "floordiv", "mod"):

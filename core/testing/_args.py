@@ -116,7 +116,7 @@ class Binder:
         free = sorted({v.name for e in layout for v in collect(e, lambda x: isinstance(x, E.Var)) if id(v) not in scalars})
 
         def internal(arg: Any, frame: list) -> None:
-            if type(arg) is DevicePointer:
+            if isinstance(arg, DevicePointer):
                 for slot in slots:
                     frame[slot] = arg
                 return
@@ -124,6 +124,7 @@ class Binder:
                 raise InterpreterError(f"{fname}: cannot pass a pointer to {what}: its layout uses "
                                        f"{', '.join(free)}, which no scalar parameter provides")
             mem = _memory_arg(fname, what, arg)
+            assert isinstance(mem, Memory)  # a DevicePointer returned above
             if mem.tag is not tag:  # a pointer of another type: read its bytes as this buffer's dtype
                 mem = mem.view_as(tag)
             for slot in slots:
@@ -144,7 +145,9 @@ class Binder:
         on_device = self.on_device
         for k, slots, name in self.handles:
             if k in on_device:
-                mem: Any = DevicePointer(call.pointers[k], call.values[k].device)
+                pointer = call.pointers[k]
+                assert pointer is not None  # set for every device array
+                mem: Any = DevicePointer(pointer, call.values[k].device)
             else:
                 flat, _ = call.memory(k)
                 mem = Memory(flat, name)

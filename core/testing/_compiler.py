@@ -8,8 +8,7 @@ binding (or of a free variable) is an error before anything runs.
 from __future__ import annotations
 
 import contextlib
-import sys
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
+from ..ir.recursion import deep_recursion
 from ._args import Binder
 from ._codegen import Code
 from ._device import word_args
@@ -26,21 +26,9 @@ from ._stmt import STMT_RULES
 
 __all__ = ["Context", "Program", "ImportResolver"]
 
-#: Long expression chains (an unrolled sum) compile and run as deep recursion.
-_RECURSION_LIMIT = 20000
-
-
-@contextlib.contextmanager
-def _deep() -> Iterator[None]:
-    old = sys.getrecursionlimit()
-    if old >= _RECURSION_LIMIT:
-        yield
-        return
-    sys.setrecursionlimit(_RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+def _deep() -> contextlib.AbstractContextManager[None]:
+    """Long expression chains (an unrolled sum) compile and run as deep recursion; past the limit, a LoomError."""
+    return deep_recursion("the interpreter")
 
 
 def _rule(table: dict[type, Callable[[Any, Any], Code]], cls: type, what: str) -> Callable[[Any, Any], Code]:
@@ -161,7 +149,9 @@ class _Callee:
 
     def run_internal(self, args: tuple[Any, ...]) -> None:
         if self.program is None:
-            self.program = Program(self.ctx.module[self.name], self.name, self.ctx)
+            func = self.ctx.module[self.name] if self.ctx.module is not None else None
+            assert isinstance(func, PrimFunc)  # Context.callee checked it
+            self.program = Program(func, self.name, self.ctx)
         self.program.run_internal(args)
 
 

@@ -33,7 +33,7 @@ _VMIN = "WHERE((x := {0}) < (y := {1}), x, y)"
 _VMAX = "WHERE((x := {0}) > (y := {1}), x, y)"
 
 
-def _int_helpers(fname: str, node: E.PrimExpr) -> dict[str, Callable[[int, int], int]]:
+def _int_helpers(fname: str, node: E.PrimExpr) -> dict[type, Callable[[int, int], int]]:
     """Division helpers that name the offending expression when the divisor is zero."""
 
     def zero() -> None:
@@ -118,12 +118,12 @@ def _binary(comp: Any, node: E.BinaryOp) -> Code:
         template = _FLOAT[cls]
         helpers = {k: fn for k, fn in (("FMOD", np.fmod), ("FLOOR", np.floor)) if k in template}
         return lambda_(template, [a, b], **helpers)
-    helpers = _int_helpers(comp.fname, node)
+    int_helpers = _int_helpers(comp.fname, node)
     if not vector:
         divisor = b.const if b.is_const else None
         template, env = _int_template(cls, t, divisor)
         if "DIV" in template:
-            env["DIV"] = helpers[cls]
+            env["DIV"] = int_helpers[cls]
         return lambda_(template, [a, b], **env)
     if cls in (E.Min, E.Max):
         return lambda_(_VMIN if cls is E.Min else _VMAX, [a, b], WHERE=np.where)
@@ -132,7 +132,7 @@ def _binary(comp: Any, node: E.BinaryOp) -> Code:
     # Division and bool arithmetic: lane by lane with the exact scalar rules.
     template, env = _int_template(cls, t.element_of(), None)
     if "DIV" in template:
-        env["DIV"] = helpers[cls]
+        env["DIV"] = int_helpers[cls]
     lane = plain(template, 2, **env)
     npd = V.np_dtype(t)
 

@@ -40,7 +40,7 @@ class Memory:
         self.tag = V.tag(DataType.of(arr.dtype))
         self.name = name
         # memoryview items are Python ints/bools: the interpreter's own representation.
-        self.mv = memoryview(arr) if arr.dtype.kind in "iub" else None
+        self.mv = arr.data if arr.dtype.kind in "iub" else None  # memoryview(arr)
         self._views: dict[str, Memory] = {}
 
     @staticmethod

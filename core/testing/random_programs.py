@@ -40,6 +40,12 @@ __all__ = ["random_func", "run", "assert_same_result"]
 ArgsFactory = Callable[[], list]
 
 
+def _int(extent: E.PrimExpr) -> int:
+    """A constant extent's value (the buffers here have constant shapes)."""
+    assert isinstance(extent, E.IntImm)
+    return extent.value
+
+
 class _Gen:
     def __init__(self, seed: int, symbolic: bool, parallel: bool = True) -> None:
         self.r = random.Random(seed)
@@ -61,8 +67,9 @@ class _Gen:
     def index(self, scope: list, extent: int) -> E.PrimExpr:
         """An index in ``[0, extent)``: affine in loop vars, wrapped with floormod when it could leave."""
         terms = self.r.sample(scope, min(len(scope), self.r.randint(0, 2)))
-        e: E.PrimExpr = loom.const(self.r.randint(0, 3))
-        lo = hi = e.value
+        start = self.r.randint(0, 3)
+        e: E.PrimExpr = loom.const(start)
+        lo = hi = start
         for v, (vlo, vhi) in terms:
             c = self.r.choice([1, 1, 2, -1])
             e = e + v * c if c != 1 else e + v
@@ -71,7 +78,7 @@ class _Gen:
 
     def load(self, scope: list, bufs: list[Buffer] | None = None) -> E.PrimExpr:
         b = self.r.choice(bufs or self.inputs)
-        return b[tuple(self.index(scope, int(d)) for d in b.shape)]
+        return b[tuple(self.index(scope, _int(d)) for d in b.shape)]
 
     def cond(self, scope: list, depth: int) -> E.PrimExpr:
         a, b = self.expr(scope, depth), self.expr(scope, depth)
@@ -106,7 +113,7 @@ class _Gen:
     # -- statements -----------------------------------------------------------------
     def store(self, scope: list, depth: int) -> BufferStore:
         b = self.r.choice(self.outputs)
-        idx = tuple(self.index(scope, int(d)) for d in b.shape)
+        idx = tuple(self.index(scope, _int(d)) for d in b.shape)
         value = self.expr(scope, depth)
         if self.r.random() < 0.3:
             value = b[idx] + value  # read-modify-write of the same element
@@ -149,13 +156,13 @@ class _Gen:
         """Lane-independent stores: each output written once per lane at an injective index."""
         v = self.var("v")
         targets = self.r.sample(self.outputs, self.r.randint(1, len(self.outputs)))
-        ext = self.r.randint(2, min(int(b.shape[-1]) for b in targets))
+        ext = self.r.randint(2, min(_int(b.shape[-1]) for b in targets))
         inner = scope + [(v, (0, ext - 1))]
         stores = []
         for b in targets:
-            last = int(b.shape[-1])
+            last = _int(b.shape[-1])
             c = self.r.randint(0, last - ext)
-            idx = tuple(self.index(scope, int(d)) for d in b.shape[:-1]) + (v + c if c else v,)
+            idx = tuple(self.index(scope, _int(d)) for d in b.shape[:-1]) + (v + c if c else v,)
             value = self.expr(inner, 2)
             stores.append(BufferStore(b, b[idx] + value if self.r.random() < 0.3 else value, idx))
         return For(v, 0, ext, "vectorized", seq(*stores))
@@ -166,15 +173,19 @@ class _Gen:
         if not flat:
             return self.store(scope, 2)
         b = self.r.choice(flat)
-        size, factor = int(b.shape[0]), self.r.randint(2, 4)
+        size, factor = _int(b.shape[0]), self.r.randint(2, 4)
         o, i = self.var("o"), self.var("ii")
+        n: E.PrimExpr
+        outer: E.PrimExpr | int
         if self.symbolic:
+            assert self.n is not None
             n = self.n
             outer = loom.floordiv(n + (factor - 1), factor)
             hi = size
         else:
-            n = loom.const(self.r.randint(1, size))
-            outer, hi = (n.value + factor - 1) // factor, n.value
+            count = self.r.randint(1, size)
+            n = loom.const(count)
+            outer, hi = (count + factor - 1) // factor, count
         pos = o * factor + i
         inner_scope = scope + [(o, (0, max(0, hi - 1) // factor)), (i, (0, factor - 1))]
         body = BufferStore(b, self.expr(inner_scope, 2), [pos])
@@ -189,7 +200,7 @@ class _Gen:
         fill = For(k, 0, size, "serial", BufferStore(t, self.expr(scope + [(k, (0, size - 1))], 1), [k]))
         use_scope = scope + [(j, (0, size - 1))]
         out = self.r.choice(self.outputs)
-        idx = tuple(self.index(use_scope, int(d)) for d in out.shape)
+        idx = tuple(self.index(use_scope, _int(d)) for d in out.shape)
         use = For(j, 0, size, "serial", BufferStore(out, out[idx] + self.load(use_scope, [t]), idx))
         return Allocate(t.data, "int32", [size], True, seq(fill, use), "local")
 
@@ -202,14 +213,14 @@ class _Gen:
             v = self.var("z")
             return For(v, 0, 0, "serial", self.store(scope + [(v, (0, 0))], 1))
         if k == 2:
-            idx = tuple(self.index(scope, int(d)) for d in b.shape)
+            idx = tuple(self.index(scope, _int(d)) for d in b.shape)
             return BufferStore(b, b[idx], idx)
         return IfThenElse(self.cond(scope, 1), Evaluate(loom.const(0)))
 
     def func(self) -> PrimFunc:
         body = seq(*(self.stmt([], self.r.randint(1, 3)) for _ in range(self.r.randint(1, 3))))
         bufs = self.inputs + self.outputs
-        params: list[Var] = [b.data for b in bufs] + ([self.n] if self.symbolic else [])
+        params: list[Var] = [b.data for b in bufs] + ([self.n] if self.n is not None else [])
         return PrimFunc(params, body, buffer_map={b.data: b for b in bufs})
 
 
@@ -225,10 +236,10 @@ def random_func(seed: int, symbolic: bool | None = None, parallel: bool = True) 
     gen = _Gen(seed, sym, parallel)
     func = gen.func()
     rng = np.random.default_rng(seed)
-    base: list[Any] = [rng.integers(-8, 9, size=tuple(int(d) for d in b.shape)).astype("int32")
+    base: list[Any] = [rng.integers(-8, 9, size=tuple(_int(d) for d in b.shape)).astype("int32")
                        for b in gen.inputs + gen.outputs]
     if sym:
-        flat = [int(b.shape[0]) for b in gen.outputs if len(b.shape) == 1]
+        flat = [_int(b.shape[0]) for b in gen.outputs if len(b.shape) == 1]
         base.append(int(rng.integers(1, min(flat) + 1)) if flat else 1)
     return func, lambda: [a.copy() if isinstance(a, np.ndarray) else a for a in base]
 

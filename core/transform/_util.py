@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeGuard
 
 from ..ir import expr as E
 from ..ir import stmt as S
@@ -29,7 +29,7 @@ def const_int(e: Any) -> int | None:
     return e.value if isinstance(e, E.IntImm) else None
 
 
-def is_op_call(e: Any, name: str) -> bool:
+def is_op_call(e: Any, name: str) -> TypeGuard[E.Call]:
     """Whether ``e`` is a Call of the intrinsic ``name`` (``"tir.likely"``)."""
     return isinstance(e, E.Call) and isinstance(e.op, Op) and e.op.name == name
 

@@ -3,7 +3,7 @@ storage rewrite, API making, host/device split, thread sync)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 from ..ir import expr as E
 from ..ir import stmt as S
@@ -19,7 +19,7 @@ __all__ = [
 THREAD_ATTRS = ("thread_extent", "virtual_thread")
 
 
-def is_thread_attr(s: Any, keys: Iterable[str] = THREAD_ATTRS) -> bool:
+def is_thread_attr(s: Any, keys: Iterable[str] = THREAD_ATTRS) -> TypeGuard[S.AttrStmt]:
     """Whether ``s`` is an AttrStmt binding an IterVar's var (a thread or virtual thread)."""
     return isinstance(s, S.AttrStmt) and s.attr_key in keys and isinstance(s.node, E.IterVar)
 

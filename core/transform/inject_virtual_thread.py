@@ -185,7 +185,7 @@ class _Injector(Mutator):
         self.trigger |= not self.allow_share or bool(collect(s.value, _impure_call))
         return out
 
-    def _wrapper(self, s: S.Stmt, *fields: str) -> S.Stmt:
+    def _wrapper(self, s: S.For | S.While | S.LetStmt | S.AssertStmt | S.AttrStmt, *fields: str) -> S.Stmt:
         """A statement with a header and one body: copied whole when the header is touched."""
         new, touched = self._header(s, *fields)
         if touched:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LoomTypeError, PluginError
+from ..errors import LoomError, LoomTypeError, PluginError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..arith import Analyzer
 from ..ir.functor import Mutator
-from ..ir.op import Op, lowering_rule
+from ..ir.op import Op, lowering_rule, rule_plugin
 from .pass_base import Pass, PassContext, prim_func_pass
 
 if TYPE_CHECKING:
@@ -99,7 +99,16 @@ class _Lower(Mutator):
         rule = lowering_rule(out.op, self.target)
         if rule is None:
             return out
-        new = rule(out)
+        try:
+            new = rule(out)
+        except LoomError:
+            raise
+        except Exception as err:  # a plugin's rule: name the plugin (and the op) it broke on
+            plugin = rule_plugin(out.op, self.target)
+            if plugin is None:
+                raise
+            raise PluginError(f"the {out.op.name} lowering rule of plugin {plugin!r} (loom_intrinsic_rules) raised "
+                              f"{type(err).__name__}: {err}") from err
         if new is None:
             return out
         if not isinstance(new, E.PrimExpr) or new.dtype != e.dtype:

@@ -21,7 +21,9 @@ Every configuration option is declared once with :func:`register_config_option`
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Any, Callable, Iterable, Sequence
 
 import attrs
@@ -33,6 +35,8 @@ __all__ = [
     "PassInfo", "Pass", "ModulePass", "PrimFuncPass", "Sequential", "PassContext", "PassInstrument",
     "module_pass", "prim_func_pass", "register_config_option", "list_config_options", "ConfigOption",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------
@@ -84,7 +88,7 @@ def list_config_options() -> dict[str, ConfigOption]:
 
 # The classic build_config options (seed 003), as ``tir.<name>`` keys.  The defaults
 # are the seed's: where classic TVM's code differed from its docstring, the seed wins.
-for _key, _type, _default, _doc in [
+_BUILD_CONFIG_OPTIONS: list[tuple[str, type | tuple[type, ...], Any, str]] = [
     ("auto_unroll_max_step", int, 0, "unroll loops whose total step count is at most this (0: off)"),
     ("auto_unroll_max_depth", int, 8, "the deepest loop nest level that may be unrolled automatically"),
     ("auto_unroll_max_extent", int, 0, "unroll constant loops with at most this extent (0: off)"),
@@ -99,7 +103,8 @@ for _key, _type, _default, _doc in [
     ("dump_pass_ir", bool, False, "write the IR after every pass to numbered files"),
     ("disable_vectorize", bool, False, "lower vectorized loops to serial loops"),
     ("instrument_bound_checkers", bool, False, "check every buffer access against its bounds at run time"),
-]:
+]
+for _key, _type, _default, _doc in _BUILD_CONFIG_OPTIONS:
     register_config_option(f"tir.{_key}", _type, _default, _doc)
 
 
@@ -238,6 +243,7 @@ class Pass:
             return mod
         for inst in ctx.instruments:
             inst.run_before_pass(mod, self.info)
+        start = time.perf_counter()
         try:
             out = self.transform(mod, ctx)
         except LoomError as err:
@@ -249,6 +255,7 @@ class Pass:
             raise wrapped from err
         if not isinstance(out, IRModule):
             raise LoomTypeError(f"pass {self.info.name} returned a {type(out).__name__}, not an IRModule")
+        _log.debug("pass %s: %.3f ms", self.info.name, (time.perf_counter() - start) * 1e3)
         for inst in ctx.instruments:
             inst.run_after_pass(out, self.info)
         return out

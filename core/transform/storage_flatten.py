@@ -67,7 +67,9 @@ def _align_info(body: S.Stmt) -> dict[Any, list[tuple[int, int, int]]]:
         if not is_op_call(v, "tir.tvm_tuple") or len(v.args) != 3 or any(const_int(x) is None for x in v.args):
             raise IRError(f"storage_align of {getattr(a.node, 'name', a.node)} expects tvm_tuple(dim, factor, offset) "
                           f"of constants, got {v}")
-        out.setdefault(a.node, []).append(tuple(const_int(x) for x in v.args))
+        dim, factor, offset = (const_int(x) for x in v.args)
+        assert dim is not None and factor is not None and offset is not None  # checked above
+        out.setdefault(a.node, []).append((dim, factor, offset))
     return out
 
 

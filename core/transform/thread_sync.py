@@ -117,7 +117,8 @@ class _Accesses(Visitor):
     """The accesses of one expression or leaf statement to buffers of the scope, reads first."""
 
     def __init__(self, in_scope: Callable[[E.Var, str], bool]) -> None:
-        self.in_scope, self.out = in_scope, []
+        self.in_scope = in_scope
+        self.out: list[_Access] = []
 
     def visit_BufferLoad(self, e: E.BufferLoad) -> None:
         for i in e.indices:
@@ -197,13 +198,13 @@ class _Planner:
             return s, _Summary(synced=True)
         if isinstance(s, (S.For, S.While)):
             is_for = isinstance(s, S.For)
-            header = self._leaf(s.min, s.extent) if is_for else self._leaf(s.condition)
+            bounds: tuple[E.PrimExpr, ...] = (s.min, s.extent) if isinstance(s, S.For) else (s.condition,)
+            header = self._leaf(*bounds)
             count = self.inserted
-            varying = {id(s.loop_var)} | _bound_inside(s.body) if is_for else None
+            varying = {id(s.loop_var)} | _bound_inside(s.body) if isinstance(s, S.For) else None
             body, sm = self.plan(s.body, loop=True, varying=varying)
-            bounds = (s.min, s.extent) if is_for else (s.condition,)
             if self.inserted != count and any(uses_vars(b, self.thread_vars) for b in bounds):
-                what = f"for {s.loop_var.name} in range({s.min}, {s.min} + {s.extent})" if is_for \
+                what = f"for {s.loop_var.name} in range({s.min}, {s.min} + {s.extent})" if isinstance(s, S.For) \
                     else f"while {s.condition}"
                 raise LoomError(f"ThreadSync: a {self.scope} barrier is needed inside `{what}`, whose trip count "
                                 "depends on a thread index, so not every thread would reach it as often")
@@ -212,11 +213,11 @@ class _Planner:
             return self._if(s)
         if isinstance(s, (S.LetStmt, S.AssertStmt, S.AttrStmt, S.Allocate)):
             header = self._header(s)
-            bound = is_thread_attr(s, ("thread_extent",))
-            if bound:
-                self.thread_vars.append(s.node.var)
+            thread = s.node.var if is_thread_attr(s, ("thread_extent",)) else None
+            if thread is not None:
+                self.thread_vars.append(thread)
             body, sm = self.plan(s.body)
-            if bound:
+            if thread is not None:
                 self.thread_vars.pop()
             return s.with_(body=body), _prefix(header, sm)
         if isinstance(s, S.BufferStore):
@@ -227,7 +228,7 @@ class _Planner:
             accesses = self._leaf(s)
         return s, _Summary(tuple(accesses), tuple(accesses))
 
-    def _header(self, s: S.Stmt) -> list[_Access]:
+    def _header(self, s: S.LetStmt | S.AssertStmt | S.AttrStmt | S.Allocate) -> list[_Access]:
         if isinstance(s, S.LetStmt):
             return self._leaf(s.value)
         if isinstance(s, S.AssertStmt):

@@ -9,6 +9,11 @@ A loop is unrolled when
   an evaluation counting one step) is at most ``tir.auto_unroll_max_step`` or
   its extent is at most ``tir.auto_unroll_max_extent``.
 
+Either way a loop is unrolled only up to :data:`MAX_UNROLL_STEPS` steps: the
+automatic choice never goes past it, and a loop of kind ``unrolled`` with a
+constant extent past it is an error naming the loop and the limit (a million
+copies of a body would take the build hours, not make it faster).
+
 With ``tir.unroll_explicit`` (the default) an unrolled loop becomes ``extent``
 copies of its body, the loop variable replaced by each value in turn (bound
 variables inside are renamed per copy).  Without it, automatically chosen
@@ -38,7 +43,12 @@ from ..ir.expr_ops import const
 from ._util import body_pass, const_int, renew_defs
 from .pass_base import Pass, PassContext
 
-__all__ = ["UnrollLoop", "unroll_loop", "unroll_body", "UnrollOptions"]
+__all__ = ["UnrollLoop", "unroll_loop", "unroll_body", "UnrollOptions", "MAX_UNROLL_STEPS"]
+
+#: The most steps (statements, counting through inner unrolled loops) one unrolled loop may
+#: expand into.  About 1 s of lowering and 10 s of native code generation at the limit; raise
+#: it (``loom.transform.unroll.MAX_UNROLL_STEPS = n``) only for a reason.
+MAX_UNROLL_STEPS = 8192
 
 
 @attrs.frozen
@@ -76,8 +86,19 @@ def unroll_body(loop: S.For) -> S.Stmt:
     n = const_int(loop.extent)
     if n is None:
         raise LoomValueError(f"cannot unroll loop {loop.loop_var.name} of non-constant extent {loop.extent}")
+    _check_steps(loop, n, 1)
     t = loop.loop_var.dtype
     return S.seq(*(renew_defs(loop.body, {loop.loop_var: loop.min + const(k, t)}) for k in range(n)))
+
+
+def _check_steps(loop: S.For, n: int, body_steps: int) -> None:
+    """Refuse to unroll ``loop`` (``n`` iterations of ``body_steps``) into more than MAX_UNROLL_STEPS steps."""
+    steps = n * max(body_steps, 1)
+    if steps > MAX_UNROLL_STEPS:
+        size = f"{n} iterations of {body_steps} steps make {steps} steps" if body_steps > 1 else f"{n} iterations"
+        raise LoomValueError(f"unroll of loop {loop.loop_var.name}: {size}, more than the limit of {MAX_UNROLL_STEPS} "
+                             f"steps (loom.transform.unroll.MAX_UNROLL_STEPS); "
+                             f"split the loop and unroll only the inner part")
 
 
 class _Unroller:
@@ -112,8 +133,8 @@ class _Unroller:
         return s, _LEAF
 
     def visit_While(self, s: S.While) -> tuple[S.Stmt, _Nest]:
-        s, info = self.generic(s)
-        return s, attrs.evolve(info, blocked=True)
+        new, info = self.generic(s)
+        return new, attrs.evolve(info, blocked=True)
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> tuple[S.Stmt, _Nest]:
         info, out = _Nest(), []
@@ -130,13 +151,16 @@ class _Unroller:
         if body is not s.body:
             s = s.with_(body=body)
         o, n = self.opts, const_int(s.extent)
-        auto = (s.kind is S.ForKind.SERIAL and n is not None and not inner.blocked
-                and inner.depth + 1 <= o.max_depth
-                and (n * max(inner.steps, 1) <= o.max_step or n <= o.max_extent))
+        steps = None if n is None else n * max(inner.steps, 1)
+        auto = (s.kind is S.ForKind.SERIAL and steps is not None and not inner.blocked
+                and inner.depth + 1 <= o.max_depth and steps <= MAX_UNROLL_STEPS
+                and (steps <= o.max_step or n is not None and n <= o.max_extent))
         if s.kind is S.ForKind.UNROLLED and n is not None:
+            _check_steps(s, n, inner.steps)
             auto = True
         if not auto:
             return s, _Nest(inner.steps, inner.depth, True)
+        assert n is not None  # a constant extent: both ways to auto need one
         info = _Nest(n * inner.steps, inner.depth + 1, inner.blocked)
         if s.kind is S.ForKind.UNROLLED and not o.explicit:
             return s, info

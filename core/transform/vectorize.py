@@ -10,7 +10,9 @@ A body that cannot be expressed lane-wise -- a branch or assertion whose
 condition depends on the loop variable, a nested loop or allocation, an impure
 call, a store that is the same for every lane, code that is already vector --
 falls back to a serial loop, which is always correct.  A loop with a
-non-constant extent, or an extent below 2, also stays serial.
+non-constant extent, or an extent below 2, also stays serial.  A loop that
+stays serial although it had lanes to use is reported (once, with the reason)
+as a WARNING of the ``loom.transform.vectorize`` logger.
 
 ``SkipVectorize`` (what ``VectorizeLoop`` does under ``tir.disable_vectorize``)
 makes every vectorized loop serial.
@@ -26,17 +28,22 @@ A[ramp(0, 1, 4)] = A[ramp(0, 1, 4)] + broadcast(1, 4)
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from ..errors import LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir import stmt as S
+from ..ir.dtype import MAX_LANES
 from ..ir.functor import Mutator
 from ..ir.op import Op
-from ._util import body_pass, const_int, uses_vars
+from ._util import body_pass, const_int, is_op_call, uses_vars
 from .pass_base import Pass, PassContext
 
 __all__ = ["VectorizeLoop", "SkipVectorize", "vectorize_loop", "skip_vectorize"]
+
+_log = logging.getLogger(__name__)
 
 
 class _Scalarize(Exception):
@@ -62,20 +69,19 @@ def _binary(cls: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     sa, sb = _scalar_part(a), _scalar_part(b)
     if sa is not None and sb is not None:
         return E.Broadcast(cls(sa, sb), lanes)
-    ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
     if cls in (E.Add, E.Sub):
         build = ops.add if cls is E.Add else ops.sub
-        if ra and rb:
+        if isinstance(a, E.Ramp) and isinstance(b, E.Ramp):
             return E.Ramp(build(a.base, b.base), build(a.stride, b.stride), lanes)
-        if ra and sb is not None:
+        if isinstance(a, E.Ramp) and sb is not None:
             return E.Ramp(build(a.base, sb), a.stride, lanes)
-        if rb and sa is not None:
+        if isinstance(b, E.Ramp) and sa is not None:
             stride = b.stride if cls is E.Add else ops.sub(ops.const(0, b.stride.dtype), b.stride)
             return E.Ramp(build(sa, b.base), stride, lanes)
     if cls is E.Mul:
-        if ra and sb is not None:
+        if isinstance(a, E.Ramp) and sb is not None:
             return E.Ramp(ops.mul(a.base, sb), ops.mul(a.stride, sb), lanes)
-        if rb and sa is not None:
+        if isinstance(b, E.Ramp) and sa is not None:
             return E.Ramp(ops.mul(sa, b.base), ops.mul(sa, b.stride), lanes)
     return cls(_bcast(a, lanes), _bcast(b, lanes))
 
@@ -171,6 +177,9 @@ class _Vectorizer(Mutator):
             raise _Scalarize("control flow depends on the vectorized variable")
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        if is_op_call(s.condition, "tir.likely") and self.varies(s.condition):
+            raise _Scalarize("the bounds guard of a split whose factor does not divide the extent depends on "
+                             "the vectorized variable (build_config(partition_const_loop=True) moves it out)")
         self._invariant(s.condition)
         then_case = self.visit(s.then_case)
         else_case = self.visit(s.else_case) if s.else_case is not None else None
@@ -205,20 +214,30 @@ class _Vectorizer(Mutator):
         raise _Scalarize("an allocation needs one copy per lane")
 
 
-def _vectorize_one(loop: S.For) -> S.Stmt:
+def _vectorize_one(loop: S.For) -> tuple[S.Stmt, str | None]:
+    """The loop as vector code, or as a serial loop with the reason it could not be vectorized."""
     lanes = const_int(loop.extent)
     if lanes is None or lanes < 2:
-        return loop.with_(kind=S.ForKind.SERIAL)
+        why = None if lanes is not None else f"its extent {loop.extent} is not a constant"
+        return loop.with_(kind=S.ForKind.SERIAL), why
+    if lanes > MAX_LANES:
+        raise LoomValueError(f"vectorize: loop {loop.loop_var.name} has {lanes} iterations, more than the "
+                             f"{MAX_LANES} lanes a vector can have; split it and vectorize the inner loop")
     ramp = E.Ramp(loop.min, ops.const(1, loop.loop_var.dtype), lanes)
     try:
-        return _Vectorizer(loop.loop_var, lanes, ramp).visit(loop.body)
-    except _Scalarize:
-        return loop.with_(kind=S.ForKind.SERIAL)
+        return _Vectorizer(loop.loop_var, lanes, ramp).visit(loop.body), None
+    except _Scalarize as err:
+        return loop.with_(kind=S.ForKind.SERIAL), str(err)
 
 
 class _LoopVectorizer(Mutator):
     def __init__(self, skip: bool) -> None:
         self.skip = skip
+        # By loop variable name: vectorized somewhere, or why a copy stayed serial.  LoopPartition leaves
+        # copies of a loop (main part and tail, with fresh variables of the same name); only a loop none
+        # of whose copies vectorized is reported.
+        self.vectorized: set[str] = set()
+        self.serial: dict[str, str] = {}
 
     def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
         return e
@@ -232,12 +251,29 @@ class _LoopVectorizer(Mutator):
             s = s.with_(body=body)
         if s.kind is not S.ForKind.VECTORIZED:
             return s
-        return s.with_(kind=S.ForKind.SERIAL) if self.skip else _vectorize_one(s)
+        if self.skip:
+            return s.with_(kind=S.ForKind.SERIAL)
+        out, why = _vectorize_one(s)
+        name = s.loop_var.name
+        if not (isinstance(out, S.For) and out.kind is S.ForKind.SERIAL):
+            self.vectorized.add(name)
+        elif why is not None:
+            self.serial.setdefault(name, why)
+        return out
 
 
 def vectorize_loop(stmt: S.Stmt) -> S.Stmt:
-    """``stmt`` with its vectorized loops turned into vector code (or serial loops)."""
-    return _LoopVectorizer(skip=False).visit(stmt)
+    """``stmt`` with its vectorized loops turned into vector code (or serial loops).
+
+    A loop that stays serial although it could have more than one lane is
+    reported with a WARNING on the ``loom.transform.vectorize`` logger, with the reason.
+    """
+    vectorizer = _LoopVectorizer(skip=False)
+    out = vectorizer.visit(stmt)
+    for name, why in vectorizer.serial.items():
+        if name not in vectorizer.vectorized:
+            _log.warning("vectorize(%s) is not honoured, the loop stays serial: %s", name, why)
+    return out
 
 
 def skip_vectorize(stmt: S.Stmt) -> S.Stmt:

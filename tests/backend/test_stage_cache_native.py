@@ -94,7 +94,8 @@ def test_built_c_modules_share_the_cached_library():
     mod = _vadd_module("c")
     f = build_module(mod, Target("c -flags=-O1"))
     g = build_module(mod, Target("c -flags=-O1"))
-    assert f.library_path == g.library_path and os.path.dirname(f.library_path).endswith("backend-c")
+    assert f.artifact.path == g.artifact.path and os.path.dirname(f.artifact.path).endswith("backend-c")
+    assert f.library_path != g.library_path  # each maps a private copy, never the cache's file
     a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
     g(a, b)
     np.testing.assert_array_equal(b, a * 3 + 1)
@@ -144,7 +145,7 @@ _WORKER = _PROGRAM + textwrap.dedent("""
         time.sleep(0.005)
     f = loom.build(s, [A, B], target=f"c -compiler={compiler} -flags=-O1")
     a = np.arange(64, dtype="float32"); b = np.zeros(64, "float32"); f(a, b)
-    print(f.library_path, int((b == a * 3 + 1).all()))
+    print(f.artifact.path, int((b == a * 3 + 1).all()))
 """)
 
 

@@ -76,8 +76,14 @@ def test_capsules_are_consumed_once_and_other_kinds_refused():
     from_capsule(cap)
     with pytest.raises(loom.LoomValueError, match="already consumed"):
         from_capsule(cap)
-    with pytest.raises(loom.LoomTypeError, match="named b'dltensor_versioned'"):
-        from_capsule(np.zeros(2).__dlpack__(max_version=(1, 0)))
+    versioned = np.ones(2).__dlpack__(max_version=(1, 0))
+    assert from_capsule(versioned).numpy().tolist() == [1.0, 1.0]
+    with pytest.raises(loom.LoomValueError, match="already consumed"):
+        from_capsule(versioned)
+    new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+        ("PyCapsule_New", ctypes.pythonapi))
+    with pytest.raises(loom.LoomTypeError, match="named b'other'"):
+        from_capsule(new(ctypes.addressof(ctypes.c_int(0)), b"other", None))
     with pytest.raises(loom.LoomTypeError, match="needs a DLPack PyCapsule, got list"):
         from_capsule([1])
     assert nd.from_dlpack(np.ones(2).__dlpack__()).numpy().tolist() == [1.0, 1.0]
@@ -196,7 +202,7 @@ def test_from_dlpack_keeps_the_device_and_shares_memory(ext_dev):
     producer = DLPackObject(a)
     b = nd.from_dlpack(producer)
     assert b is not a and b.device == DEV and b.data_ptr == a.data_ptr
-    assert producer.calls == [{"stream": None}]
+    assert producer.calls == [{"stream": None, "max_version": (1, 0)}]  # versioned: it can say read-only
     assert nd.from_dlpack(a) is a
     assert ext_dev.copies() == {"to_device": 1}
 

@@ -14,6 +14,8 @@ from loom.runtime import (
     ArgumentTypeError, InterpModule, Module, PackedFunc, ProfileResult, load_module, nd, read_export,
 )
 
+from loom.runtime.module import _export_digest
+
 from runtime_programs import build, host_and_kernel, interp_module, scale2d, vadd
 
 
@@ -126,6 +128,12 @@ def test_export_and_load_in_a_fresh_process(tmp_path):
     assert np.load(tmp_path / "b.npy").tobytes() == b.tobytes()
 
 
+def _write_export(path, header: dict, payload: bytes) -> None:
+    """A module file as export_library writes it, digest included."""
+    header = {**header, "sha256": _export_digest(header, payload)}
+    path.write_bytes(json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+
+
 def test_load_module_errors(tmp_path):
     bad = tmp_path / "bad.loom"
     bad.write_bytes(b"\x7fELF not a loom file")
@@ -137,10 +145,10 @@ def test_load_module_errors(tmp_path):
     bad.write_text(json.dumps({"loom_module": 99, "format": "interp", "entry": "f"}) + "\n{}")
     with pytest.raises(loom.SerializationError, match="version 99; this Loom reads version 1"):
         load_module(bad)
-    bad.write_text(json.dumps({"loom_module": 1, "format": "fpga-bits", "entry": "f"}) + "\n")
+    _write_export(bad, {"loom_module": 1, "format": "fpga-bits", "entry": "f"}, b"")
     with pytest.raises(loom.PluginError, match="no installed plugin loads modules of format 'fpga-bits'"):
         load_module(bad)
-    bad.write_text(json.dumps({"loom_module": 1, "format": "interp", "entry": "f"}) + "\n{\"loom_json\": 1")
+    _write_export(bad, {"loom_module": 1, "format": "interp", "entry": "f"}, b'{"loom_json": 1')
     with pytest.raises(loom.SerializationError):
         load_module(bad)
     with pytest.raises(loom.LoomValueError, match="cannot read module file"):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import os
 import platform
 import shlex
@@ -31,13 +32,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Any, Sequence
+import time
+from typing import Any, Callable, Sequence
 
 from loom.errors import LoomError
 from loom.runtime.abi import library_function
 
 __all__ = ["CompileError", "SharedLibrary", "c_flags", "compile_library", "compile_source", "compiler_identity",
            "compiler_version", "invoke"]
+
+#: Under ``loom`` (``logging.getLogger("loom")`` controls it): the compiler commands at DEBUG.
+log = logging.getLogger("loom.backends.c")
 
 
 class CompileError(LoomError):
@@ -66,7 +71,7 @@ class SharedLibrary:
         except OSError as err:  # e.g. a cache folder on a noexec mount
             raise LoomError(f"cannot load the compiled library {path!r}: {err}") from None
 
-    def function(self, symbol: str) -> ctypes._CFuncPtr:
+    def function(self, symbol: str) -> Callable[..., int]:
         """The ABI function ``int32_t symbol(const uint64_t *args, const char **error)``."""
         return library_function(self.cdll, symbol, self.path)
 
@@ -133,7 +138,9 @@ def _compile(source: str, compiler: str, flags: str, openmp: bool, output: str) 
         with open(src, "w", encoding="utf-8") as fh:
             fh.write(source)
         command = _command(compiler, flags, openmp, output, src)
+        start = time.perf_counter()
         done = _run(command, "")
+        log.debug("%s (exit status %d, %.3f s)", shlex.join(command), done.returncode, time.perf_counter() - start)
         if done.returncode != 0:
             raise CompileError(f"the C compiler failed with exit status {done.returncode}\n"
                                f"command: {shlex.join(command)}\n{done.stderr.strip()}",
@@ -181,7 +188,7 @@ def compile_source(source: str, compiler: str = "cc", flags: str = "-O3 -march=n
     return SharedLibrary(path, keep=work)
 
 
-def invoke(fn: ctypes._CFuncPtr, words: Sequence[int]) -> tuple[int, str | None]:
+def invoke(fn: Callable[..., int], words: Sequence[int]) -> tuple[int, str | None]:
     """Call an ABI function on packed argument words: (status, error message or None)."""
     args = (ctypes.c_uint64 * max(len(words), 1))(*words)
     error = ctypes.c_char_p(None)

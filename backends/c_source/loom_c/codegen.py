@@ -3,10 +3,16 @@
 :class:`CRenderer` is the core :class:`loom.codegen.CStyleRenderer` with the
 CPU's native calling convention of :mod:`loom.runtime.abi`:
 
-* every function is ``int32_t name(const uint64_t *args, const char **error)``:
+* every function is ``int32_t name(const uint64_t *args, const char **error)``
+  (``name`` is :func:`loom.runtime.abi.function_symbol` of the function's name):
   the prologue unpacks one word per ABI slot, the body ends with ``return 0``,
   and a failed assert stores its message in ``*error`` and returns -1, freeing
   the live heap and device allocations first;
+* an integer division or remainder by a divisor that is not a non-zero constant
+  tests it first, and a zero fails the same way with
+  :func:`loom.runtime.abi.division_by_zero_message`; inside an OpenMP loop, which
+  no statement may leave, the message waits in a variable of the loop and the
+  function fails after it (:meth:`~loom.codegen.CStyleRenderer.fail`);
 * allocations too large for the stack come from ``loom_alloc`` (64-byte
   aligned), allocations annotated with a device type from the runtime's
   ``loom_rt_device_alloc`` slot, given back through ``loom_rt_device_free``;
@@ -49,7 +55,7 @@ from loom.ir import expr as E
 from loom.ir import stmt as S
 from loom.ir.function import IRModule, PrimFunc
 from loom.runtime.abi import (DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL, DEVICE_ID_ANNOTATION, DEVICE_TYPE_ANNOTATION,
-                              NATIVE_ALIGNMENT, abi_vars, import_symbol)
+                              NATIVE_ALIGNMENT, abi_vars, function_symbol, import_symbol)
 from loom.runtime.native_library import THREADS_SYMBOL
 
 from .intrinsic_rules import rules_for
@@ -94,6 +100,11 @@ class CRenderer(CStyleRenderer):
 
     # -- the calling convention ------------------------------------------------------
 
+    def symbol(self, name: str) -> str:
+        """The C symbol of function ``name``: :func:`loom.runtime.abi.function_symbol` (mangled when it
+        could collide with a library, a header or the runtime)."""
+        return function_symbol(name)
+
     def function_signature(self, name: str, func: PrimFunc) -> str:
         return f"{self.kernel_prefix}int32_t {self.symbol(name)}(const uint64_t *args, const char **error)"
 
@@ -130,6 +141,13 @@ class CRenderer(CStyleRenderer):
 
     def assert_failure(self, message: str) -> str:
         return self.error_return(message)
+
+    def division_by_zero(self, message: str) -> str | None:
+        """Fail with ``message`` (:meth:`fail`: also inside OpenMP loops), as the interpreter raises."""
+        return self.fail(message)
+
+    def region_failure(self, message: str) -> str:
+        return f"*error = {message}; {self.error_return()}"
 
     # -- memory ------------------------------------------------------------------
 

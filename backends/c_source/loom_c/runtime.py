@@ -16,7 +16,8 @@ one foreign call.  A failing ``AssertStmt`` raises
 :class:`loom.testing.AssertionFailed`, as on the interpreter.
 
 Parallel loops run on ``LOOM_NUM_THREADS`` threads (read when the module is
-loaded; unset or 0: OpenMP's default).  ``export_library(path)`` writes a plain
+loaded; unset or 0: OpenMP's default; fewer, with a warning, when the process
+cannot start that many: :mod:`loom.runtime.threads`).  ``export_library(path)`` writes a plain
 shared library with the module's metadata (and the modules it imports) embedded
 (:mod:`loom.runtime.native_library`); :func:`loom.runtime.load_module` reads it
 back in any process.
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import tempfile
 from typing import Mapping
 
@@ -42,7 +42,6 @@ import attrs
 from loom.backend import Backend, BackendOptions, ModuleInfo
 from loom.errors import LoomValueError
 from loom.ir.function import IRModule
-from loom.runtime.abi import DEVICE_ALLOC_SYMBOL
 from loom.runtime.native_library import library_metadata, link_shared_library
 from loom.runtime.native_module import NativeModule
 from loom.target import Target
@@ -96,27 +95,25 @@ class CBackend(Backend):
         return CModule(data, info)
 
 
-def _library_file(data: bytes, private: bool) -> tuple[str, tempfile.TemporaryDirectory[str] | None]:
-    """A file holding the library: the cache's own file unless ``private`` or uncached, else a fresh copy."""
-    cached = getattr(data, "path", None)
-    if cached and not private:
-        return cached, None
+def _library_file(data: bytes) -> tuple[str, tempfile.TemporaryDirectory[str]]:
+    """A private file holding the library's (checked) bytes, never the disk cache's own file.
+
+    ``dlopen`` of a path already loaded returns the library loaded first, and a
+    cache file damaged or rebuilt on disk must not reach code that is mapped.
+    """
     work = tempfile.TemporaryDirectory(prefix="loom_c_")
     path = os.path.join(work.name, "module.so")
-    if cached:
-        shutil.copyfile(cached, path)
-    else:
-        with open(path, "wb") as fh:
-            fh.write(data)
+    with open(path, "wb") as fh:
+        fh.write(data)
     return path, work
 
 
 class CModule(NativeModule):
     """The PrimFuncs of a lowered IRModule compiled as C into one shared library (built by :class:`CBackend`).
 
-    A library whose code calls other modules or the runtime's device allocator
-    is opened from a private copy: ``dlopen`` of one file twice gives one set of
-    globals, and two modules must not share import slots.
+    The library is opened from a private copy of its bytes: ``dlopen`` of one file
+    twice gives one set of globals (two modules must not share import slots), and
+    the disk cache's file may be damaged or replaced while the module lives.
     """
 
     format = FORMAT
@@ -124,8 +121,7 @@ class CModule(NativeModule):
     def __init__(self, data: bytes, info: ModuleInfo) -> None:
         self.target = Target(info.target)
         self._source_text = info.sources.get("c", "")
-        private = bool(info.imports) or DEVICE_ALLOC_SYMBOL in self._source_text
-        path, keep = _library_file(data, private)
+        path, keep = _library_file(data)
         self._library = SharedLibrary(path, keep)
         renderer = CRenderer()
         super().__init__(dict(info.functions), info.entry or None, {n: renderer.symbol(n) for n in info.functions})

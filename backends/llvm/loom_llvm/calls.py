@@ -78,7 +78,8 @@ class ModuleCalls:
         if found is None:
             return ir.Function(self.module, ABI_FUNCTION_TYPE, name=symbol)
         if not isinstance(found, ir.Function) or found.function_type != ABI_FUNCTION_TYPE:
-            raise LoomError(f"the symbol {symbol!r} is taken by something other than an ABI function")
+            raise LoomError(f"the symbol {symbol!r} of a function of the module is also that of an external "
+                            f"function or global its code uses ({found.type}): rename one of them")
         return found
 
     def slot(self, symbol: str, fnty: ir.FunctionType) -> ir.GlobalVariable:

@@ -4,12 +4,16 @@
 ``loom.lower`` returns) into an ``llvmlite.ir.Module``.  Each function ``name``
 becomes two LLVM functions:
 
-* ``i32 @name(i64* args, i8** error)``, the native calling convention of
+* ``i32 @symbol(i64* args, i8** error)``, the native calling convention of
   :mod:`loom.runtime.abi`: it unpacks one 64-bit word per ABI slot and calls
-* ``internal i32 @name.compute(<typed params>, i8** error)``, always inlined,
+* ``internal i32 @symbol.compute(<typed params>, i8** error)``, always inlined,
   whose buffer pointers carry ``noalias`` (when ``attrs["tir.noalias"]``) and
   ``align`` (each buffer's ``data_alignment``, capped at ``NATIVE_ALIGNMENT``): the inliner keeps those facts
   as alias scopes, which is what lets LLVM vectorize and reorder loads.
+
+``symbol`` is :func:`symbol_of` the function: its name, unless that could collide
+with a function the code calls (``exp``, ``GOMP_parallel``) or is not a plain
+ASCII identifier (:func:`loom.runtime.abi.function_symbol`).
 
 An outermost ``parallel`` loop becomes an OpenMP parallel region (see
 :mod:`.parallel`); every module defines ``i32 @loom_num_threads``, the thread
@@ -36,7 +40,7 @@ from llvmlite import ir
 from loom.errors import LoomError, LoomTypeError
 from loom.ir.dtype import DataType
 from loom.ir.function import IRModule, PrimFunc
-from loom.runtime.abi import NATIVE_ALIGNMENT, abi_vars
+from loom.runtime.abi import NATIVE_ALIGNMENT, abi_vars, function_symbol
 
 from .calls import ModuleCalls
 from .codegen_expr import I64, PTR, llvm_type
@@ -44,18 +48,20 @@ from .codegen_stmt import StmtEmitter
 from .intrinsic_rules import rules_for
 from .parallel import thread_count_global
 
-__all__ = ["codegen_module", "codegen_function"]
+__all__ = ["codegen_module", "codegen_function", "symbol_of"]
 
 I32 = ir.IntType(32)
 
 
 class FunctionCodegen(StmtEmitter):
-    """Compiles one PrimFunc into ``module``."""
+    """Compiles one PrimFunc into ``module`` as the function ``symbol`` (``name`` is what messages say)."""
 
-    def __init__(self, module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False,
-                 rules: Mapping[str, Callable[[Any], Any]] | None = None, calls: ModuleCalls | None = None) -> None:
+    def __init__(self, module: ir.Module, func: PrimFunc, symbol: str, fp_contract: bool = False,
+                 rules: Mapping[str, Callable[[Any], Any]] | None = None, calls: ModuleCalls | None = None,
+                 name: str | None = None) -> None:
         super().__init__()
-        self.module, self.func, self.fname = module, func, name
+        self.module, self.func, self.symbol = module, func, symbol
+        self.fname = symbol if name is None else name
         self.values = {}
         self.float_flags = ("contract",) if fp_contract else ()
         self.intrinsic_rules = dict(rules if rules is not None else rules_for(None))
@@ -70,7 +76,7 @@ class FunctionCodegen(StmtEmitter):
         noalias = bool(self.func.attrs.get("tir.noalias", False))
         types = [llvm_type(v.dtype) for v in slots]
         fnty = ir.FunctionType(I32, [*types, PTR.as_pointer()])
-        fn = ir.Function(self.module, fnty, name=f"{self.fname}.compute")
+        fn = ir.Function(self.module, fnty, name=f"{self.symbol}.compute")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
         fn.attributes.add("nounwind")
@@ -99,9 +105,9 @@ class FunctionCodegen(StmtEmitter):
         return fn
 
     def _entry(self, slots: list[Any], compute: ir.Function) -> ir.Function:
-        fn = self.calls.function(self.fname)  # declared already when a function before it calls it
+        fn = self.calls.function(self.symbol)  # declared already when a function before it calls it
         if fn.blocks:
-            raise LoomError(f"two functions of the module have the symbol {self.fname!r}")
+            raise LoomError(f"two functions of the module have the symbol {self.symbol!r}")
         fn.args[0].name, fn.args[1].name = "args", "error"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         values = []
@@ -128,15 +134,28 @@ class FunctionCodegen(StmtEmitter):
 
 def codegen_function(module: ir.Module, func: PrimFunc, name: str, fp_contract: bool = False,
                      rules: Mapping[str, Callable[[Any], Any]] | None = None,
-                     calls: ModuleCalls | None = None) -> ir.Function:
+                     calls: ModuleCalls | None = None, label: str | None = None) -> ir.Function:
     """Add ``func`` to ``module`` as ``i32 @name(i64* args, i8** error)``; returns that function.
 
-    ``fp_contract`` lets LLVM fuse float multiplies and adds into FMA instructions; ``rules``
-    lower the intrinsics LowerIntrin left (default: :func:`.intrinsic_rules.rules_for` of no
-    target); ``calls`` knows the other functions of the module (default: none, so every
-    called function is imported).
+    ``name`` is the LLVM symbol, used as given (:func:`symbol_of` says what a module's
+    functions get).  ``fp_contract`` lets LLVM fuse float multiplies and adds into FMA
+    instructions; ``rules`` lower the intrinsics LowerIntrin left (default:
+    :func:`.intrinsic_rules.rules_for` of no target); ``calls`` knows the other functions of
+    the module (default: none, so every called function is imported); ``label`` is the
+    function's name in messages (default: ``name``).
     """
-    return FunctionCodegen(module, func, name, fp_contract, rules, calls).run()
+    return FunctionCodegen(module, func, name, fp_contract, rules, calls, label).run()
+
+
+def symbol_of(name: str, func: PrimFunc) -> str:
+    """The symbol of ``func``, called ``name`` in its IRModule: :func:`~loom.runtime.abi.function_symbol`
+    of its ``global_symbol`` (else of ``name``).
+
+    >>> from loom.ir import PrimFunc, no_op
+    >>> symbol_of("f", PrimFunc([], no_op())), symbol_of("expf", PrimFunc([], no_op()))
+    ('f', 'loom_fn_expf')
+    """
+    return function_symbol(str(func.attrs.get("global_symbol", name)))
 
 
 def _triple(target: Any) -> str:
@@ -152,8 +171,8 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
     :param mod: the output of ``loom.lower`` (or PrimFuncs in the same form).
     :param target: the ``llvm`` Target (its ``mtriple`` becomes the module's triple; ``fp_contract``,
         default on, allows FMA fusion), or None (no fusion).
-    :returns: the ``llvmlite.ir.Module``; each function is named by its
-        ``global_symbol`` attribute (else its name in ``mod``).
+    :returns: the ``llvmlite.ir.Module``; each function is named by :func:`symbol_of`: its
+        ``global_symbol`` attribute (else its name in ``mod``), mangled when it could collide.
 
     Raises :class:`~loom.errors.LoomError` for IR the backend cannot compile,
     naming the function and the construct.
@@ -165,13 +184,15 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
     thread_count_global(out)
     attrs = getattr(target, "attrs", None) or {}
     fp_contract = bool(attrs.get("fp_contract", True)) if target is not None else False
+    funcs: dict[str, PrimFunc] = {}
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise LoomTypeError(f"the llvm backend compiles PrimFuncs; {name} is a {type(func).__name__}")
         if func.attrs.get("calling_conv") == "device_kernel":
             raise LoomError(f"{name} is a device kernel; the llvm backend compiles host code only")
-    symbols = {name: str(func.attrs.get("global_symbol", name)) for name, func in mod.functions.items()}
+        funcs[name] = func
+    symbols = {name: symbol_of(name, func) for name, func in funcs.items()}
     calls, rules = ModuleCalls(out, symbols), rules_for(target)
-    for name, func in mod.functions.items():
-        codegen_function(out, func, symbols[name], fp_contract, rules, calls)
+    for name, func in funcs.items():
+        codegen_function(out, func, symbols[name], fp_contract, rules, calls, label=name)
     return out

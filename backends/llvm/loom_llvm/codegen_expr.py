@@ -2,7 +2,10 @@
 
 Semantics follow the reference interpreter exactly: integer arithmetic wraps at
 its width; ``Div``/``Mod`` truncate (``sdiv``/``srem``, unsigned ``udiv``/``urem``);
-``FloorDiv``/``FloorMod`` round toward negative infinity; float ``Mod`` is
+``FloorDiv``/``FloorMod`` round toward negative infinity; ``INT_MIN / -1`` wraps;
+an integer divisor that is not a non-zero constant is checked first, and zero makes
+the function fail with :func:`loom.runtime.abi.division_by_zero_message` (which the
+runtime raises as :class:`loom.testing.DivisionByZero`); float ``Mod`` is
 ``fmod`` (``frem``), float ``FloorMod`` is ``a - floor(a / b) * b``; ``Min``/``Max``
 are ``a < b ? a : b`` / ``a > b ? a : b``.  Vectors are LLVM vectors.
 
@@ -25,6 +28,7 @@ from loom.ir import expr as E
 from loom.ir.buffer import Buffer
 from loom.ir.dtype import DataType
 from loom.ir.function import GlobalVar
+from loom.runtime.abi import division_by_zero_message
 
 from . import bfloat16
 from .intrinsics import emit_call
@@ -74,13 +78,25 @@ def _mangle(t: ir.Type) -> str:
     raise LoomError(f"no LLVM intrinsic overload for type {t}")
 
 
+def _nonzero_constant(e: E.PrimExpr, value: ir.Value) -> bool:
+    """Whether the divisor ``e`` (emitted as ``value``) is a constant without a zero lane: no check needed."""
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    if isinstance(e, E.IntImm):
+        return e.value != 0
+    constant = getattr(value, "constant", None) if isinstance(value, ir.Constant) else None
+    return isinstance(constant, int) and constant != 0
+
+
 class ExprEmitter:
     """Emits expressions into ``self.builder``; ``self.values`` maps ``id(Var)`` to its LLVM value."""
 
     module: ir.Module
     builder: ir.IRBuilder
     values: dict[int, ir.Value]
+    #: The function's name (in messages) and its LLVM symbol (what outlined functions are named after).
     fname: str
+    symbol: str
 
     def __init__(self) -> None:
         self.analyzer = Analyzer()
@@ -94,8 +110,13 @@ class ExprEmitter:
         #: How this module calls the functions it calls (:class:`.calls.ModuleCalls`).
         self.calls: Any = None
 
+    #: Provided by the statement emitter: store an ``i8*`` message where the caller reads errors,
+    #: and free the live allocations and return a status.
+    set_error: Callable[[ir.Value], None]
+    return_code: Callable[[int], None]
+
     #: What every emitter of one PrimFunc shares (the function's own and its outlined regions').
-    FUNCTION_STATE = ("module", "fname", "analyzer", "_strings", "float_flags", "param_alignments",
+    FUNCTION_STATE = ("module", "fname", "symbol", "analyzer", "_strings", "float_flags", "param_alignments",
                       "intrinsic_rules", "calls")
 
     def share_function_state(self, parent: ExprEmitter) -> None:
@@ -220,11 +241,11 @@ class ExprEmitter:
     def expr_unrounded(self, e: E.PrimExpr) -> ir.Value:
         """The value of ``e`` with a bfloat16 result not yet rounded (operands are)."""
         rule = getattr(self, f"_e_{type(e).__name__}", None)
-        if rule is None:
-            if not isinstance(e, E.BinaryOp):
-                raise LoomError(f"{self.fname}: the llvm backend cannot compile {type(e).__name__} expressions ({e})")
-            rule = self._binary
-        return rule(e)
+        if rule is not None:
+            return rule(e)
+        if not isinstance(e, E.BinaryOp):
+            raise LoomError(f"{self.fname}: the llvm backend cannot compile {type(e).__name__} expressions ({e})")
+        return self._binary(e)
 
     def _e_Var(self, e: E.Var) -> ir.Value:
         found = self.values.get(id(e))
@@ -313,7 +334,23 @@ class ExprEmitter:
             return self._float_binary(cls, a, b, e)
         if t.is_bool:
             raise LoomTypeError(f"{self.fname}: {cls.__name__} of bools is not arithmetic; cast first ({e})")
+        if cls in (E.Div, E.Mod, E.FloorDiv, E.FloorMod) and not _nonzero_constant(e.b, b):
+            self._check_divisor(b, e)
         return self._int_binary(cls, a, b, t)
+
+    def _check_divisor(self, b: ir.Value, e: E.PrimExpr) -> None:
+        """Fail the function when ``b`` (any lane of it) is zero: LLVM's division by zero is undefined,
+        and x86 traps on it."""
+        bld = self.builder
+        zero = bld.icmp_unsigned("==", b, ir.Constant(b.type, None))
+        if isinstance(b.type, ir.VectorType):
+            zero = bld.call(self.intrinsic("llvm.vector.reduce.or", [zero.type], I1), [zero])
+        fail, ok = bld.append_basic_block("div.zero"), bld.append_basic_block("div.ok")
+        bld.cbranch(zero, fail, ok).set_weights([1, 1 << 20])
+        bld.position_at_end(fail)
+        self.set_error(self.string(division_by_zero_message(str(e))))
+        self.return_code(-1)
+        bld.position_at_end(ok)
 
     def _float_binary(self, cls: type, a: ir.Value, b: ir.Value, e: E.PrimExpr) -> ir.Value:
         bld = self.builder

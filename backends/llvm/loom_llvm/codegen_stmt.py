@@ -128,7 +128,7 @@ class StmtEmitter(ExprEmitter):
         b.position_at_end(then_bb)
         self.stmt(s.then_case)
         b.branch(end_bb)
-        if else_bb is not None:
+        if else_bb is not None and s.else_case is not None:
             b.position_at_end(else_bb)
             self.stmt(s.else_case)
             b.branch(end_bb)

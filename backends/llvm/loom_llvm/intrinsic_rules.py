@@ -60,7 +60,7 @@ def _widened(t: DataType, make: Callable[[DataType, list[E.PrimExpr]], E.PrimExp
     """``make(t, args)``, computed in float32 when ``t`` is float16 (LLVM would promote it anyway)."""
     if t.code != "float" or t.bits != 16:
         return make(t, args)
-    wide = [E.Cast(DataType("float", 32, a.dtype.lanes), a) for a in args]
+    wide: list[E.PrimExpr] = [E.Cast(DataType("float", 32, a.dtype.lanes), a) for a in args]
     return E.Cast(t, make(DataType("float", 32, t.lanes), wide))
 
 
@@ -77,7 +77,7 @@ def _float_rule(build: Callable[[DataType, list[E.PrimExpr]], E.PrimExpr]) -> Ru
         t = call.dtype
         if t.code != "bfloat":
             return build(t, list(call.args))
-        args = [E.Cast(DataType("float", 32, a.dtype.lanes), a) for a in call.args]
+        args: list[E.PrimExpr] = [E.Cast(DataType("float", 32, a.dtype.lanes), a) for a in call.args]
         return E.Cast(t, build(DataType("float", 32, t.lanes), args))
 
     return rule

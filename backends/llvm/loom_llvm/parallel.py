@@ -36,6 +36,7 @@ block, heap memory freed on every exit.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from llvmlite import ir
@@ -50,6 +51,9 @@ from .codegen_expr import PTR, llvm_type
 from .codegen_stmt import StmtEmitter
 
 __all__ = ["emit_parallel_for", "thread_count_global", "OPENMP_SYMBOLS"]
+
+#: Under ``loom`` (``logging.getLogger("loom")`` controls it).
+log = logging.getLogger("loom.backends.llvm")
 
 I32 = ir.IntType(32)
 #: The OpenMP runtime functions parallel regions call (a module using any needs libgomp).
@@ -116,6 +120,12 @@ class RegionEmitter(StmtEmitter):
     def callee_error_slot(self) -> ir.Value:
         # A callee stores its message plainly: into this thread's own slot, copied on atomically.
         return self.local_error_slot()
+
+    def _s_For(self, s: S.For) -> None:
+        if s.kind is S.ForKind.PARALLEL:
+            log.warning("%s: the parallel loop %s runs serially: it is nested in a parallel loop, whose threads "
+                        "already occupy the cores", self.fname, s.loop_var.name)
+        super()._s_For(s)
 
     def emit(self, fn: ir.Function, s: S.For) -> None:
         self.entry_block = fn.append_basic_block("entry")
@@ -213,7 +223,7 @@ def emit_parallel_for(em: StmtEmitter, s: S.For) -> None:
     ity = llvm_type(s.loop_var.dtype)
     err_ty = PTR.as_pointer()
 
-    name = em.module.get_unique_name(f"{em.fname}.parallel")
+    name = em.module.get_unique_name(f"{em.symbol}.parallel")
     body_ty = ir.FunctionType(I32, [*(v.type for v in values), ity, ity, err_ty])
     body_fn = ir.Function(em.module, body_ty, name=f"{name}.body")
     body_fn.linkage = "internal"

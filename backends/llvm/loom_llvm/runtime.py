@@ -36,7 +36,7 @@ from loom.runtime.native_library import LinkError, library_metadata, link_shared
 from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
-from .codegen import codegen_module
+from .codegen import codegen_module, symbol_of
 from .jit import CompiledObject, JitModule, compile_object, load_object, parse, target_machine
 from .parallel import OPENMP_SYMBOLS
 from .plugin import host_cpu
@@ -121,7 +121,8 @@ class LLVMModule(NativeModule):
     A failing ``AssertStmt`` raises :class:`loom.testing.AssertionFailed` with the
     statement's message, as the ``interp`` target does.  Parallel loops run on an
     OpenMP thread team of ``LOOM_NUM_THREADS`` threads (read when the module is
-    loaded; unset or 0: the target's ``num_cores``).  In a process forked after
+    loaded; unset or 0: the target's ``num_cores``; fewer, with a warning, when the
+    process cannot start that many: :mod:`loom.runtime.threads`).  In a process forked after
     OpenMP was loaded they run on one thread: libgomp's pool does not survive ``fork()``.
 
     >>> import numpy as np, loom
@@ -146,7 +147,7 @@ class LLVMModule(NativeModule):
         self.jit: JitModule | None = None if self.cannot_run else load_object(compiled, options.view())
         self.compiled = compiled
         self._raw_ir = info.sources.get("ll", "")
-        symbols = {n: str(f.attrs.get("global_symbol", n)) for n, f in info.functions.items()}
+        symbols = {n: symbol_of(n, f) for n, f in info.functions.items()}
         super().__init__(dict(info.functions), info.entry or None, symbols,
                          int(self.target.attrs.get("num_cores") or 0))
 

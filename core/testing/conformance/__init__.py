@@ -24,12 +24,21 @@ with numpy or with the reference interpreter (:func:`loom.testing.evaluate`):
   :mod:`loom.testing.random_programs`, compared exactly with the interpreter;
 * ``test_bad_arguments``: every bad call raises a LoomError and writes
   nothing (in a child process, so a crash is a failure);
+* ``test_aliasing``: the same array as input and output (or overlapping
+  views), and a read-only array where the function writes, are refused with
+  the same error on every kind, after a good call too; arrays only read may alias;
 * ``test_export``: ``export_library`` then ``loom.runtime.load_module`` in a
   fresh process gives the same results;
 * ``test_intrinsics``: every elementwise intrinsic for float32/float64 (and
   ints where it applies) on zeros, negatives, large values, infinities and NaN;
 * ``test_integers``: wrap-around of integer arithmetic, truncating and floor
-  division and modulo with negative operands (``INT_MIN // -1`` wraps).
+  division and modulo with negative operands (``INT_MIN // -1`` wraps);
+* ``test_arith_safety``: a zero divisor in the data raises
+  :class:`loom.testing.DivisionByZero` and ``INT_MIN // -1`` wraps, for every
+  integer dtype and in scalar, vector, parallel and bound loops (in a child
+  process: a trap is a failure); a guarded division does not fail;
+* ``test_function_names``: functions named like C library functions, OpenMP
+  entry points, keywords or with non-ASCII names build, run, export and load.
 
 A device kind (device type other than the CPU) builds split programs with a
 host (``--loom-host``), takes arrays on its device, and gets every loop bound

@@ -64,7 +64,7 @@ def _div_operands(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([a for a, _ in pairs], dtype), np.array([b for _, b in pairs], dtype)
 
 
-def _elementwise(n: int, f: Callable[[Any], Any], name: str) -> Any:
+def _elementwise(n: int, f: Callable[..., Any], name: str) -> Any:
     """``out[i] = f(i)``: a closure per output (compute reads the index names off the lambda)."""
     return loom.compute((n,), lambda i: f(i), name=name)
 
