@@ -19,7 +19,6 @@ False
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -82,7 +81,7 @@ def _count(raw: str) -> int:
     return value
 
 
-#: The most threads a parallel region may ask for; larger ``LOOM_NUM_THREADS`` values are capped.
+#: The most threads a parallel region may ask for; larger counts are capped (loom.runtime.threads).
 MAX_THREADS = max(256, 8 * (os.cpu_count() or 1))
 
 
@@ -93,11 +92,7 @@ def _threads(raw: str) -> int:
         raise LoomValueError("expected a non-negative integer (0: one thread per core)") from None
     if value < 0:
         raise LoomValueError("expected a non-negative integer (0: one thread per core)")
-    if value > MAX_THREADS:
-        warnings.warn(f"LOOM_NUM_THREADS={value} is more than {MAX_THREADS} (8 per core, at least 256); "
-                      f"using {MAX_THREADS}", RuntimeWarning, stacklevel=3)
-        return MAX_THREADS
-    return value
+    return value  # capped at MAX_THREADS, with a warning, where a module binds it (loom.runtime.threads)
 
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,

@@ -54,6 +54,11 @@ def configure(level: str | int | None, stream: TextIO | None = None) -> logging.
     Records still propagate to the root logger, so an application's own
     handlers see them too.
     """
+    if isinstance(level, str):
+        name = level.strip().upper()
+        if not isinstance(logging.getLevelName(name), int):
+            raise LoomValueError(f"unknown log level {level!r}; use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        level = name
     for old in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
         logger.removeHandler(old)
     if level is None:

@@ -49,7 +49,6 @@ ENTRY_POINT_GROUP = "loom"
 BUILTIN_PLUGIN_NAME = "builtin"
 #: The core's distribution name (the import name is ``loom``; PyPI's "loom" is another project).
 CORE_DISTRIBUTION = "loom-compiler"
-_DISABLE_ENV = "LOOM_DISABLE_PLUGIN_AUTOLOAD"
 
 Status = Literal["builtin", "loaded", "failed"]
 
@@ -357,8 +356,9 @@ def broken_plugins() -> list[PluginInfo]:
 def collect_target_kinds() -> dict[str, tuple[Any, str]]:
     """All contributed target kinds as ``{kind_name: (TargetKind, plugin_name)}``.
 
-    A kind name belongs to the plugin of that name when it contributes it (the
-    ``llvm`` plugin owns ``llvm``, whatever else declares it), else to the first
+    A kind name belongs to the built-in plugin when it contributes it, then to
+    the plugin of that name (the ``llvm`` plugin owns ``llvm``, whatever else
+    declares it), else to the first
     plugin that contributes it (the built-in plugin, then entry points in name
     order, then plugins registered at run time); another plugin contributing it
     too is reported broken and ignored, so the owner keeps working (see
@@ -417,12 +417,17 @@ def _contributions(state: _State) -> list[tuple[str, object, list[Any]]]:
 
 
 def _owners(calls: list[tuple[str, object, list[Any]]]) -> dict[str, str]:
-    """Which plugin owns each contributed kind name: the plugin of that very name (the ``llvm``
-    plugin owns ``llvm``), else the first contributor in registration order."""
+    """Which plugin owns each contributed kind name: the built-in plugin for its own kinds, else the
+    plugin of that very name (the ``llvm`` plugin owns ``llvm``), else the first contributor in
+    registration order."""
+
+    def rank(plugin: str, kind: str) -> int:
+        return 0 if plugin == BUILTIN_PLUGIN_NAME else 1 if plugin == kind else 2
+
     owners: dict[str, str] = {}
     for name, _, kinds in calls:
         for kind in kinds:
-            if kind.name not in owners or (name == kind.name and owners[kind.name] != kind.name):
+            if kind.name not in owners or rank(name, kind.name) < rank(owners[kind.name], kind.name):
                 owners[kind.name] = name
     return owners
 

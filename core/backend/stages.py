@@ -260,13 +260,12 @@ def _compiled(stages: _Stages, sources: dict[str, str], options: BackendOptions)
                           check=lambda x: None if isinstance(x, str) else f"a {type(x).__name__}; expected str")
     key = ["loom-backend", stages.kind, str(backend.version), options.digest(), identity,
            *(part for fmt in sorted(sources) for part in (fmt, sources[fmt]))]
-    built: list[bool] = []
+    built: list[bytes] = []
 
     def write(path: str) -> None:
-        built.append(True)
-        data = compile_()
+        built.append(compile_())
         with open(path, "wb") as fh:
-            fh.write(data)
+            fh.write(built[-1])
 
     try:
         data, path = cache.fetch(key, write)  # the checked bytes: the file may change after this
@@ -275,7 +274,7 @@ def _compiled(stages: _Stages, sources: dict[str, str], options: BackendOptions)
         # Once per problem: a refused folder would otherwise warn on every build.
         (log.debug if message in _cache_warnings else log.warning)("%s", message)
         _cache_warnings.add(message)
-        return Artifact(compile_())
+        return Artifact(built[-1] if built else compile_())  # what the failed entry compiled, if it got that far
     _count("cache_misses" if built else "cache_hits")
     log.debug("%s backend: compile cache %s: %s", stages.kind, "miss, compiled into" if built else "hit", path)
     return Artifact(data, path)

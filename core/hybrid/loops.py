@@ -49,9 +49,7 @@ class LoopMixin:
         def block(self, stmts: list[ast.stmt], symbols: Optional[dict[str, Symbol]] = None,
                   top: bool = False) -> Stmt: ...
 
-    const_copies = 0  # body copies the const_range loops met so far make, in all
-    const_scale = 1  # how many times the enclosing const_range loops parse the current statement
-    const_counted: set[int]  # the const_range loops (ids of their AST nodes) already counted
+    const_copies = 0  # body copies the const_range loops parsed so far make, in all
 
     def visit_For(self, node: ast.For) -> Any:
         it = node.iter
@@ -98,25 +96,16 @@ class LoopMixin:
         if None in bounds:
             raise self.error(node.iter, "const_range needs constant bounds (numbers, or shapes of constant size)")
         count = max(0, bounds[1] - bounds[0])
-        if id(node) not in self.const_counted:
-            # Counted once, before any copy is parsed, for every time the enclosing const_range
-            # loops will parse this one (once per copy of their bodies).
-            self.const_counted.add(id(node))
-            planned = self.const_copies + count * self.const_scale
-            if planned > MAX_CONST_RANGE_COPIES:
-                inside = (f" inside {self.const_scale} copies of enclosing const_range bodies"
-                          if self.const_scale > 1 else "")
-                raise self.error(node.iter, f"const_range of {name} copies its body {count} times{inside}, so the "
-                                            f"function would have {planned} copies, more than the limit of "
-                                            f"{MAX_CONST_RANGE_COPIES} (loom.hybrid.loops.MAX_CONST_RANGE_COPIES); "
-                                            f"iterate with range() (a loop) instead")
-            self.const_copies = planned
-        outer_scale, self.const_scale = self.const_scale, self.const_scale * max(count, 1)
-        try:
-            bodies = [self.block(node.body, {name: Symbol("loop", k, node.target)}) for k in range(*bounds)]
-        finally:
-            self.const_scale = outer_scale
-        return seq(*bodies)
+        # Counted every time this loop is parsed (once per copy of enclosing const_range bodies, whose
+        # bounds may differ), before its copies are: the copies ever parsed stay within the limit.
+        self.const_copies += count
+        if self.const_copies > MAX_CONST_RANGE_COPIES:
+            raise self.error(node.iter, f"const_range of {name} copies its body {count} times, which makes "
+                                        f"{self.const_copies} const_range copies in the function so far, more than "
+                                        f"the limit of {MAX_CONST_RANGE_COPIES} "
+                                        f"(loom.hybrid.loops.MAX_CONST_RANGE_COPIES); iterate with range() "
+                                        f"(a loop) instead")
+        return seq(*[self.block(node.body, {name: Symbol("loop", k, node.target)}) for k in range(*bounds)])
 
     def loop_extent(self, lo: Any, hi: Any, node: ast.AST) -> tuple[E.PrimExpr, E.PrimExpr, list[tuple[E.Var, Any]]]:
         """``(min, extent, lets)`` of ``range(lo, hi)``: bounds that read memory are let-bound before the loop,

@@ -96,7 +96,6 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         self.src, self.fdef, self.closure = src, fdef, closure
         self.mutable, output_params = usage(fdef)
         self.scopes = Scopes()
-        self.const_counted: set[int] = set()
         self.writable: set[int] = set()
         self.roles: dict[int, tuple[str, ast.AST]] = {}  # declared tensor -> (role, declaring node)
         self.outputs: Optional[list[Tensor]] = None

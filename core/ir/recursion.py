@@ -24,7 +24,8 @@ mattered); measured, 5000 nested operations build end to end for interp,
 llvm and c (7000 for interp and llvm) with under 200 kB of C stack.  A walk that entered C once
 every three frames would still stay under 6 MB at the limit.  Past it, about
 7000 levels for the C backend's walks (the deepest, 5.3 frames a level) and
-about 9000 for the others, comes the clean error.
+about 9000 for the others, comes the clean error.  Python 3.10 uses the C stack
+for every frame, so there the limit is a quarter (about 2000 levels).
 
 >>> import sys
 >>> old = sys.getrecursionlimit()
@@ -46,8 +47,9 @@ from ..errors import LoomError
 
 __all__ = ["RECURSION_LIMIT", "deep_recursion", "too_deep", "caused_by_recursion"]
 
-#: The recursion limit (in Python frames) while a Loom entry point runs.
-RECURSION_LIMIT = 40000
+#: The recursion limit (in Python frames) while a Loom entry point runs.  Before 3.11 every Python
+#: frame also takes C stack (a few hundred bytes): there about 2000 levels fit, not 9000.
+RECURSION_LIMIT = 40000 if sys.version_info >= (3, 11) else 10000
 
 _lock = threading.Lock()
 _active = 0  # entry points running now, in every thread (the limit is the interpreter's)

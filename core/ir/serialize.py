@@ -231,10 +231,12 @@ class _Reader:
         raise _bad(f"node {i} ({key}): unknown value tag {tag!r}")
 
 
-def load_json(text: str | bytes) -> Any:
+def load_json(text: str | bytes, *, limits: bool = True) -> Any:
     """Rebuild the node saved by :func:`save_json`.
 
     Raises :class:`~loom.errors.SerializationError` for any malformed input.
+    ``limits=False`` lifts :data:`MAX_JSON_BYTES` and :data:`MAX_NODES`, for text
+    this process wrote itself (a build's own round trip); every other check stays.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -243,7 +245,7 @@ def load_json(text: str | bytes) -> Any:
             raise _bad(f"input is not UTF-8: {err}") from None
     if not isinstance(text, str):
         raise _bad(f"expected a JSON string, got {type(text).__name__}")
-    if len(text) > MAX_JSON_BYTES:
+    if limits and len(text) > MAX_JSON_BYTES:
         raise _bad(f"input of {len(text)} characters exceeds the limit of {MAX_JSON_BYTES}")
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
@@ -265,7 +267,7 @@ def load_json(text: str | bytes) -> Any:
     nodes, root = doc.get("nodes"), doc.get("root")
     if set(doc) != {"loom_json", "root", "nodes"} or not isinstance(nodes, list):
         raise _bad("the document must hold exactly 'loom_json', 'root' and a 'nodes' list")
-    if len(nodes) > MAX_NODES:
+    if limits and len(nodes) > MAX_NODES:
         raise _bad(f"{len(nodes)} nodes exceed the limit of {MAX_NODES}")
     if not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < len(nodes):
         raise _bad(f"root {root!r} does not name a node")

@@ -20,7 +20,7 @@ from .ndarray import NDArray, aligned_empty, from_dlpack
 
 __all__ = ["ArgumentError", "ArgumentTypeError", "ArgumentValueError", "int_range", "scalar_converter",
            "int_evaluator", "elems", "span", "root_of", "flat_memory", "aligned_clone", "kind_of", "check_strides",
-           "describe", "host_array", "device_array", "data_of", "HOST_MEMORY", "device_span", "reaches_twice",
+           "describe", "host_array", "device_array", "data_of", "HOST_MEMORY", "reaches_twice",
            "first_overlap", "read_only_error", "self_overlap_error"]
 
 _CPU = 1
@@ -275,11 +275,6 @@ def self_overlap_error(what: str, fname: str, strides: tuple[int, ...]) -> None:
     """Raise the error of a written array whose layout reaches one element from two indices."""
     raise ArgumentValueError(f"{what}: its strides {strides} (elements) reach some element from two indices, "
                              f"and {fname} writes to it; pass a copy (numpy.ascontiguousarray)")
-
-
-def device_span(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
-    """How many elements from the first a non-empty layout with non-negative strides reaches."""
-    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
 
 
 #: Above this many elements, a layout that fails the quick test is not enumerated (and counts as overlapping).

@@ -83,10 +83,11 @@ from ..ir import expr as E
 from ..ir.function import PrimFunc
 from ..ir.functor import collect
 from ._values import (HOST_MEMORY, ArgumentError, ArgumentTypeError, ArgumentValueError, aligned_clone,
-                      check_strides, data_of, describe, device_array, device_span, elems, first_overlap,
+                      check_strides, data_of, describe, device_array, elems, first_overlap,
                       host_array, int_evaluator, int_range, kind_of, reaches_twice, read_only_error, scalar_converter,
                       self_overlap_error, span)
 from .bound_call import BoundCall
+from .host_memory import span as layout_span
 from .ndarray import ALLOC_ALIGNMENT, NDArray
 
 __all__ = ["ArgumentChecker", "BoundCall", "ArgumentError", "ArgumentTypeError", "ArgumentValueError"]
@@ -368,9 +369,10 @@ class ArgumentChecker:
             call.values[k] = a
             call.pointers[k] = ptr
             if 0 not in got:
-                lo = a._ptr
-                call._ranges[k] = ((a._device.device_type, a._device.device_id), lo,
-                                   lo + device_span(got, a.strides) * a._npdtype.itemsize)
+                first, end = layout_span(got, a.strides)  # element offsets from the data pointer
+                item = a._npdtype.itemsize
+                call._ranges[k] = ((a._device.device_type, a._device.device_id), a._ptr + first * item,
+                                   a._ptr + end * item)
 
         return step if dev_type == _CPU else device_step
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from typing import Collection
 
-from .disk_cache import _LOCK, CacheEntry, CacheError, DiskCache, _ownership_problem, cache_root
+from .disk_cache import _LOCK, _TMP, CacheEntry, CacheError, DiskCache, _ownership_problem, cache_root
 
 __all__ = ["cache_entries", "cache_usage", "clear_cache", "folder_problem", "namespace_entries", "prune"]
 
 _KEY_CHARS = frozenset("0123456789abcdef")
+#: A temporary file this old belongs to a build that was killed (a live one renames it within seconds).
+STALE_TEMPORARY_AGE = 3600.0
 
 
 def namespace_entries(folder: str, namespace: str) -> list[CacheEntry]:
@@ -79,12 +82,13 @@ def prune(max_size: int, root: str | os.PathLike[str] | None = None,
     """Evict the least recently used entries until the cache holds at most ``max_size`` bytes.
 
     Entries in ``keep`` (``(namespace, key)`` pairs) and entries another process
-    is building are skipped.  Returns ``(entries removed, bytes freed)``.
+    is building are skipped; temporaries of killed builds are deleted.  Returns
+    ``(entries removed, bytes freed)``.
     """
     root = os.fspath(root) if root is not None else cache_root()
     entries = cache_entries(root)
     total = sum(e.size for e in entries)
-    removed = freed = 0
+    removed, freed = 0, _remove_stale_temporaries(root)
     for e in sorted(entries, key=lambda e: e.last_used):
         if total <= max_size:
             break
@@ -103,7 +107,8 @@ def prune(max_size: int, root: str | os.PathLike[str] | None = None,
 
 
 def clear_cache(root: str | os.PathLike[str] | None = None) -> tuple[int, int]:
-    """Delete every entry of every namespace (each under its lock); ``(entries removed, bytes freed)``."""
+    """Delete every entry of every namespace (each under its lock), and the temporaries of killed builds;
+    ``(entries removed, bytes freed)``."""
     root = os.fspath(root) if root is not None else cache_root()
     removed = freed = 0
     for e in cache_entries(root):
@@ -112,4 +117,29 @@ def clear_cache(root: str | os.PathLike[str] | None = None) -> tuple[int, int]:
             cache._discard(e.key)
         removed += 1
         freed += e.size
-    return removed, freed
+    return removed, freed + _remove_stale_temporaries(root)
+
+
+def _remove_stale_temporaries(root: str) -> int:
+    """Delete the temporaries of builds that were killed (older than :data:`STALE_TEMPORARY_AGE`); bytes freed."""
+    freed, now = 0, time.time()
+    try:
+        namespaces = [d.path for d in os.scandir(root) if d.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for folder in namespaces:
+        try:
+            listing = list(os.scandir(folder))
+        except OSError:
+            continue
+        for item in listing:
+            if not item.name.startswith(_TMP) or item.name.endswith(_LOCK):
+                continue
+            try:
+                st = item.stat(follow_symlinks=False)
+                if now - st.st_mtime > STALE_TEMPORARY_AGE and stat.S_ISREG(st.st_mode):
+                    os.unlink(item.path)
+                    freed += st.st_size
+            except OSError:
+                continue
+    return freed

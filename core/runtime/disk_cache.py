@@ -181,8 +181,14 @@ class DiskCache:
 
     @classmethod
     def default(cls, namespace: str, *, suffix: str = "") -> DiskCache | None:
-        """The cache of ``namespace`` under :func:`cache_root`, or None when ``LOOM_CACHE`` turns caching off."""
-        return cls(namespace, suffix=suffix) if cache_enabled() else None
+        """The cache of ``namespace`` under :func:`cache_root`, or None when ``LOOM_CACHE`` turns caching off.
+
+        A malformed ``LOOM_CACHE_MAX_SIZE`` raises here, so that every build fails alike, hit or miss.
+        """
+        if not cache_enabled():
+            return None
+        cache_max_size()
+        return cls(namespace, suffix=suffix)
 
     def __repr__(self) -> str:
         return f"DiskCache({self.folder!r}, suffix={self.suffix!r})"

@@ -130,7 +130,7 @@ class FastPath:
                     return False
             else:
                 ptr = _pointer(a)
-            if ptr is None or ptr % align:
+            if ptr % align:
                 return False
             words[k] = ptr
         for i, size_i, j, size_j in disjoint:

@@ -172,7 +172,9 @@ class InterpBackend(Backend):
 
 def _module_from_json(cls: type[InterpModule], data: bytes, info: ModuleInfo, **kwargs: Any) -> InterpModule:
     try:
-        mod = load_json(bytes(data).decode("utf-8"))
+        # A build's own text, or part of an export already read whole and integrity-checked: load_json's
+        # size limits, meant for arbitrary text, would only refuse large kernels (an unrolled loop...).
+        mod = load_json(bytes(data).decode("utf-8"), limits=False)
     except UnicodeDecodeError as err:
         raise SerializationError(f"an {info.kind} artifact is not UTF-8 JSON ({err})") from None
     if not isinstance(mod, IRModule):

@@ -6,7 +6,7 @@ A :class:`Module` holds built functions.  Calling it calls its entry function;
 clear error and never reaches the generated code.
 
 Export format (``export_library``): one header line, a JSON object
-``{"loom_module": 1, "format": <fmt>, "entry": <name>, "sha256": <digest>, ...}``,
+``{"loom_module": 2, "format": <fmt>, "entry": <name>, "sha256": <digest>, ...}``,
 then the backend's payload bytes; the digest covers the rest of the header and
 the payload.  :func:`load_module` reads the header and asks the plugins (hook
 ``loom_load_module(path, fmt)``) to rebuild the Module; a plugin reads the file
@@ -40,7 +40,7 @@ __all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export"
            "lowered_functions"]
 
 #: Version of the export header written by :meth:`Module.export_library`.
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: libraries end with an integrity record, module files carry a sha256
 
 Runner = Callable[[BoundCall], Any]
 
@@ -387,7 +387,7 @@ def read_export(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bytes]:
     if not isinstance(header, dict) or not isinstance(header.get("format"), str) \
             or not isinstance(header.get("entry"), str):
         raise SerializationError(f"{path!r} is not a Loom module file (it must start with a JSON header line "
-                                 '{"loom_module": 1, "format": ..., "entry": ...})')
+                                 '{"loom_module": 2, "format": ..., "entry": ...})')
     if header.get("loom_module") != EXPORT_VERSION:
         raise SerializationError(f"{path!r} is a Loom module file of version {header.get('loom_module')!r}; "
                                  f"this Loom reads version {EXPORT_VERSION}")

@@ -4,7 +4,7 @@ A native backend (llvm, c) exports a module as an ordinary shared library that
 also defines two data symbols:
 
 * ``loom_module_metadata`` (:data:`METADATA_SYMBOL`): a NUL-terminated UTF-8
-  JSON object ``{"loom_module": 1, "format", "entry", "symbols", "signatures",
+  JSON object ``{"loom_module": 2, "format", "entry", "symbols", "signatures",
   "sources"}``.  ``signatures`` is the :func:`~loom.ir.save_json` text of the
   functions' signatures (the PrimFuncs after MakeAPI, bodies dropped), which is
   all the shared argument checker needs; ``symbols`` maps each function to its
@@ -201,10 +201,13 @@ def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], met
             if done.returncode != 0:
                 raise LinkError(f"linking {path!r} failed with exit status {done.returncode}\n"
                                 f"command: {shlex.join(command)}\n{done.stderr.strip()}")
-            record = seal(Path(tmp).read_bytes())
-            with open(tmp, "ab") as fh:
-                fh.write(record)
-            os.replace(tmp, path)
+            try:
+                record = seal(Path(tmp).read_bytes())
+                with open(tmp, "ab") as fh:
+                    fh.write(record)
+                os.replace(tmp, path)
+            except OSError as err:  # a full disk, a folder that went away
+                raise LinkError(f"cannot write the library {path!r}: {err}") from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

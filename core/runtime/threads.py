@@ -34,6 +34,8 @@ _HAS_SIGMASK = hasattr(signal, "pthread_sigmask")
 _lock = threading.Lock()
 #: The largest team known to start in this process (probed, or at most one per core).
 _verified = 0
+#: Counts a probe found too many to start, with the count parallel regions use instead.
+_short: dict[int, int] = {}
 _UNITS = {"": 1 << 10, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
@@ -164,7 +166,7 @@ def usable_threads(count: int, source: str) -> int:
     if count < 0:
         raise LoomValueError(f"{source}: a thread count must be non-negative, got {count}")
     if count > envvars.MAX_THREADS:
-        warnings.warn(f"{source} asks for {count} threads per parallel region, more than {envvars.MAX_THREADS} "
+        warnings.warn(f"{source}={count} is more than {envvars.MAX_THREADS} threads per parallel region "
                       f"(8 per core, at least 256); using {envvars.MAX_THREADS}", RuntimeWarning, stacklevel=2)
         count = envvars.MAX_THREADS
     if count <= max(_verified, _cores()):
@@ -172,11 +174,13 @@ def usable_threads(count: int, source: str) -> int:
     with _lock:
         if count <= _verified:
             return count
+        if count in _short:  # already probed and found short: warned then, not again
+            return _short[count]
         started = _startable(count - 1) + 1
         if started >= count:
             _verified = count
             return count
-    usable = max(1, started // 2)
+        usable = _short[count] = max(1, started // 2)
     warnings.warn(f"{source} asks for {count} threads per parallel region, but this process could start only "
                   f"{started} (a memory or process limit: RLIMIT_AS, RLIMIT_NPROC, OMP_STACKSIZE); parallel loops "
                   f"use {usable}", RuntimeWarning, stacklevel=2)

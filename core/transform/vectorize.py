@@ -90,6 +90,30 @@ def _elementwise(op: Any) -> bool:
     return isinstance(op, Op) and op.info.pure and op.info.numpy_impl is not None
 
 
+_DIVISIONS = (E.Div, E.Mod, E.FloorDiv, E.FloorMod)
+
+
+class _GuardDivisors(Mutator):
+    """Divide by ``select(guard, b, 1)`` instead of ``b`` in a branch of ``if_then_else``.
+
+    Vectorized, ``if_then_else`` computes both branches on every lane and picks
+    per lane; a branch that divides only where its guard holds
+    (``if_then_else(b != 0, a // b, 0)``) would then divide by zero on the
+    other lanes, and fail where the scalar loop does not.  Lanes whose guard
+    fails divide by 1 instead, and their result is dropped anyway.
+    """
+
+    def __init__(self, guard: E.PrimExpr) -> None:
+        super().__init__()
+        self.guard = guard
+
+    def visit_BinaryOp(self, e: E.BinaryOp) -> E.PrimExpr:
+        a, b = self.visit(e.a), self.visit(e.b)
+        if isinstance(e, _DIVISIONS) and e.dtype.is_integer and not (isinstance(b, E.IntImm) and b.value != 0):
+            b = E.Select(self.guard, b, ops.const(1, b.dtype))
+        return e if a is e.a and b is e.b else type(e)(a, b)
+
+
 class _Vectorizer(Mutator):
     """Rewrites the body of one loop lane-wise; raises :class:`_Scalarize` when it cannot."""
 
@@ -150,6 +174,9 @@ class _Vectorizer(Mutator):
         return E.Let(var, value, body)
 
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        if is_op_call(e, "tir.if_then_else") and self.varies(e):
+            cond, then, other = e.args
+            e = E.Call(e.dtype, e.op, [cond, _GuardDivisors(cond).visit(then), _GuardDivisors(E.Not(cond)).visit(other)])
         if not _elementwise(e.op):
             if self.varies(e) or (isinstance(e.op, Op) and not e.op.info.pure) or not isinstance(e.op, Op):
                 raise _Scalarize(f"call of {getattr(e.op, 'name', e.op)} is not lane-wise")

@@ -65,9 +65,9 @@ def test_nested_const_ranges_multiply(monkeypatch):
     loom.build(loom.create_schedule(C.op), [A, C], target="interp")(np.arange(9, dtype="float32"), b)
     assert b[0] == 36
     monkeypatch.setattr(loops, "MAX_CONST_RANGE_COPIES", 11)
-    with pytest.raises(HybridSyntaxError, match=r"const_range of j copies its body 3 times inside 3 copies of "
-                                                r"enclosing const_range bodies, so the function would have 12 "
-                                                r"copies, more than the limit of 11"):
+    with pytest.raises(HybridSyntaxError, match=r"const_range of j copies its body 3 times, which makes 12 "
+                                                r"const_range copies in the function so far, more than the limit "
+                                                r"of 11"):
         nested_copies(A)
 
 
@@ -76,9 +76,23 @@ def test_sibling_const_ranges_add_up(monkeypatch):
     monkeypatch.setattr(loops, "MAX_CONST_RANGE_COPIES", 10)
     sibling_copies(A)
     monkeypatch.setattr(loops, "MAX_CONST_RANGE_COPIES", 9)
-    with pytest.raises(HybridSyntaxError, match="const_range of j copies its body 5 times, so the function "
-                                                "would have 10 copies"):
+    with pytest.raises(HybridSyntaxError, match="const_range of j copies its body 5 times, which makes 10 "
+                                                "const_range copies"):
         sibling_copies(A)
+
+
+@script
+def growing_copies(a):
+    b = output_tensor((1,), "float32")
+    for i in const_range(3):
+        for j in const_range(i * 5000):  # 0 copies the first time it is met, 10000 the last
+            b[0] += a[0]
+    return b
+
+
+def test_inner_const_ranges_whose_bounds_grow_are_counted_each_time():
+    with pytest.raises(HybridSyntaxError, match="const_range of j copies its body 10000 times, which makes 15003"):
+        growing_copies(loom.placeholder((1,), name="a"))
 
 
 def test_a_sum_of_300_terms_parses_and_runs(tmp_path):

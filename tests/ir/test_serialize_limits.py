@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 import loom
@@ -67,3 +69,20 @@ def test_a_field_reference_must_name_an_earlier_node():
     add = {"type": "tir.Add", "fields": {"a": {"$ref": 0}, "b": {"$ref": 1}}}
     with pytest.raises(SerializationError, match=r"node 1 \(tir.Add\): reference 1 does not name an earlier node"):
         loom.load_json(json.dumps({"loom_json": 1, "root": 1, "nodes": [var, add]}))
+
+
+def test_the_size_limits_do_not_apply_to_a_builds_own_round_trip(monkeypatch):
+    monkeypatch.setattr(serialize, "MAX_JSON_BYTES", 2000)
+    monkeypatch.setattr(serialize, "MAX_NODES", 50)
+    A = loom.placeholder((16,), name="A")
+    B = loom.compute((16,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    s = loom.create_schedule(B.op)
+    text = loom.save_json(loom.lower(s, [A, B]))
+    assert len(text) > 2000
+    with pytest.raises(loom.SerializationError, match="exceeds the limit"):
+        loom.load_json(text)
+    assert loom.load_json(text, limits=False) is not None
+    f = loom.build(s, [A, B], target="interp")  # the interp backend's artifact is such a JSON text
+    b = np.zeros(16, "float32")
+    f(np.arange(16, dtype="float32"), b)
+    np.testing.assert_array_equal(b, np.arange(16, dtype="float32") * 2 + 1)

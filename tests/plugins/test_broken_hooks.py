@@ -158,3 +158,11 @@ def test_a_raising_load_module_hook_is_named(tmp_path):
         loom.runtime.load_module(tmp_path / "m.loom")
     plugins.unregister("loom_test_bad_loader")
     assert loom.runtime.load_module(tmp_path / "m.loom").function_names
+
+
+def test_a_plugin_named_after_a_builtin_kind_cannot_take_it():
+    plugins.register(kind_plugin("interp", "interp"))  # named like the built-in kind it declares again
+    with pytest.warns(plugins.PluginLoadWarning, match="'interp'"):
+        kinds = plugins.collect_target_kinds()
+    assert kinds["interp"][1] == "builtin"
+    assert [p.name for p in plugins.broken_plugins()] == ["interp"]

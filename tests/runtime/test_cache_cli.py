@@ -123,3 +123,17 @@ def test_the_command_runs_as_a_program(root):
     done = subprocess.run([sys.executable, "-m", "loom", "cache", "info", "--json"], capture_output=True, text=True,
                           timeout=120, env=os.environ)
     assert done.returncode == 0 and json.loads(done.stdout)["entries"] == 3
+
+
+def test_clear_and_prune_delete_the_temporaries_of_killed_builds_only(root, capsys):
+    folder = root / "backend-c"
+    stale, fresh = folder / ".tmp-0123456789abcdef-dead.bin", folder / ".tmp-fedcba9876543210-live.bin"
+    for path in (stale, fresh):
+        path.write_bytes(b"t" * 700)
+    os.utime(stale, (1, 1))  # a build killed long ago; `fresh` may still be renamed into place
+    assert _run(capsys, "cache", "prune", "--max-size", "1G")[0] == 0
+    assert not stale.exists() and fresh.exists()
+    stale.write_bytes(b"t" * 700)
+    os.utime(stale, (1, 1))
+    assert _run(capsys, "cache", "clear")[0] == 0
+    assert not stale.exists() and fresh.exists()

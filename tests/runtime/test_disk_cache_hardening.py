@@ -321,3 +321,13 @@ def test_a_refused_folder_warns_once_per_process(tmp_path, monkeypatch, caplog):
             _build(factor)
     refusals = [r for r in caplog.records if "refusing the cache folder" in r.getMessage()]
     assert len(refusals) == 1 and refusals[0].levelname == "WARNING"
+
+
+def test_a_malformed_cap_fails_every_build_alike(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOM_CACHE_DIR", _private(tmp_path / "root"))
+    monkeypatch.delenv("LOOM_CACHE", raising=False)
+    _build(2.0)  # in the cache now
+    monkeypatch.setenv("LOOM_CACHE_MAX_SIZE", "lots")
+    for factor in (2.0, 5.0):  # a hit, then a miss
+        with pytest.raises(loom.LoomValueError, match="LOOM_CACHE_MAX_SIZE='lots'"):
+            _build(factor)

@@ -110,7 +110,7 @@ def test_export_and_load_in_a_fresh_process(tmp_path):
     path = tmp_path / "lib.loom"
     m.export_library(path)
     header, payload = read_export(path)
-    assert header == {"loom_module": 1, "format": "interp", "entry": "twice", "target": "interp", "imports": [],
+    assert header == {"loom_module": 2, "format": "interp", "entry": "twice", "target": "interp", "imports": [],
                       "embedded": ""}
     assert payload.startswith(b"{")
     a = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
@@ -143,12 +143,12 @@ def test_load_module_errors(tmp_path):
     with pytest.raises(loom.SerializationError, match="is not a Loom module file"):
         load_module(bad)
     bad.write_text(json.dumps({"loom_module": 99, "format": "interp", "entry": "f"}) + "\n{}")
-    with pytest.raises(loom.SerializationError, match="version 99; this Loom reads version 1"):
+    with pytest.raises(loom.SerializationError, match="version 99; this Loom reads version 2"):
         load_module(bad)
-    _write_export(bad, {"loom_module": 1, "format": "fpga-bits", "entry": "f"}, b"")
+    _write_export(bad, {"loom_module": 2, "format": "fpga-bits", "entry": "f"}, b"")
     with pytest.raises(loom.PluginError, match="no installed plugin loads modules of format 'fpga-bits'"):
         load_module(bad)
-    _write_export(bad, {"loom_module": 1, "format": "interp", "entry": "f"}, b'{"loom_json": 1')
+    _write_export(bad, {"loom_module": 2, "format": "interp", "entry": "f"}, b'{"loom_json": 1')
     with pytest.raises(loom.SerializationError):
         load_module(bad)
     with pytest.raises(loom.LoomValueError, match="cannot read module file"):

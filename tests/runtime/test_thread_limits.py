@@ -118,6 +118,7 @@ def probe(monkeypatch):
 
     monkeypatch.setattr(threads, "_startable", fake)
     monkeypatch.setattr(threads, "_verified", 0)
+    monkeypatch.setattr(threads, "_short", {})
     monkeypatch.setattr(threads, "_cores", lambda: 4)
     return calls, state
 
@@ -141,9 +142,14 @@ def test_a_count_that_does_not_start_falls_back_to_half_of_what_did(probe):
     state["startable"] = 11
     with pytest.warns(RuntimeWarning, match=r"LOOM_NUM_THREADS asks for 40 threads .* could start only 12 .* use 6"):
         assert threads.usable_threads(40, "LOOM_NUM_THREADS") == 6
+    assert calls == [39]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # found short once: neither probed nor warned about again
+        assert threads.usable_threads(40, "LOOM_NUM_THREADS") == 6
+    assert calls == [39]
     state["startable"] = 0
     with pytest.warns(RuntimeWarning, match="use 1"):
-        assert threads.usable_threads(40, "the target's num_cores") == 1
+        assert threads.usable_threads(50, "the target's num_cores") == 1
 
 
 def test_counts_above_the_cap_are_capped_before_probing(probe):

@@ -34,6 +34,8 @@ from llvmlite import ir
 
 from loom.errors import LoomError
 
+from .target_check import arch_of
+
 __all__ = ["compile_module", "compile_object", "load_object", "CompiledObject", "parse", "JitModule",
            "target_machine", "load_openmp", "OPENMP_LIBRARIES"]
 
@@ -77,7 +79,7 @@ def target_machine(target: Any = None, jit: bool = True) -> llvm.TargetMachine:
     _initialize()
     host_triple = llvm.get_process_triple()
     triple = _attr(target, "mtriple", host_triple)
-    foreign = triple.split("-")[0] != host_triple.split("-")[0]
+    foreign = arch_of(triple) != arch_of(host_triple)
     if foreign:  # cross compiling: the other architectures' backends are set up on first use
         _initialize_all()
     cpu = _attr(target, "mcpu", "generic" if foreign else llvm.get_host_cpu_name())
@@ -211,7 +213,7 @@ def load_object(compiled: CompiledObject, target: Any = None) -> JitModule:
     """
     tm = target_machine(target, jit=True)
     host = llvm.get_process_triple()
-    if compiled.triple.split("-")[0] != host.split("-")[0]:
+    if arch_of(compiled.triple) != arch_of(host):
         raise LoomError(f"this llvm module was compiled for {compiled.triple} and cannot run on this {host} host; "
                         "export it with export_library and load it on a matching machine")
     _check_externals(list(compiled.externals))

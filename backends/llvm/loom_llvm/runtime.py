@@ -217,7 +217,9 @@ class LLVMModule(NativeModule):
         triple = self.compiled.triple
         if arch_of(triple) == arch_of(host_cpu()[0]):
             return "cc"
-        names = [f"{triple}-gcc", f"{triple}-cc", f"{'-'.join(triple.split('-')[::2])}-gcc"]
+        parts = triple.split("-")
+        no_vendor = "-".join(parts[:1] + parts[2:])  # aarch64-unknown-linux-gnu: aarch64-linux-gnu-gcc
+        names = [f"{triple}-gcc", f"{triple}-cc", f"{no_vendor}-gcc"]
         for name in dict.fromkeys(names):
             if shutil.which(name):
                 return name

@@ -13,6 +13,8 @@ fail when the divisor is zero.
 
 from __future__ import annotations
 
+import itertools
+
 import json
 from typing import Any
 
@@ -162,12 +164,18 @@ def test_int_min_divided_by_minus_one_wraps_in_every_loop_form(kind_under_test: 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint8"])
 def test_guarded_division_does_not_fail(kind_under_test: KindUnderTest, dtype: str) -> None:
-    """``if_then_else(b != 0, a // b, -1)`` evaluates the division only where ``b`` is not zero."""
+    """``if_then_else(b != 0, a // b, 5)`` divides only where ``b`` is not zero, in every loop form (a vector
+    if_then_else computes both branches on every lane, its guarded divisors are 1 where the guard fails);
+    so does ``if_then_else(b == 0, 5, a % b)``, guarded by the false branch."""
     kind = kind_under_test
-    for form in [f for f in forms(kind) if f != "vector"]:  # a vector if_then_else evaluates both sides
+    for form, guarded_false in itertools.product(forms(kind), (False, True)):
         A, B = loom.placeholder((N,), dtype, name="A"), loom.placeholder((N,), dtype, name="B")
-        C = loom.compute((N,), lambda i: loom.if_then_else(B[i] != 0, loom.floordiv(A[i], B[i]),
-                                                           loom.const(5, dtype)), name="C")
+        if guarded_false:
+            C = loom.compute((N,), lambda i: loom.if_then_else(B[i] == 0, loom.const(5, dtype),
+                                                               loom.floordiv(A[i], B[i])), name="C")
+        else:
+            C = loom.compute((N,), lambda i: loom.if_then_else(B[i] != 0, loom.floordiv(A[i], B[i]),
+                                                               loom.const(5, dtype)), name="C")
         f = kind.build(_schedule(kind, C, form), [A, B, C])
         a = np.arange(N).astype(dtype) * 3
         b = (np.arange(N) % 3).astype(dtype)

@@ -180,3 +180,14 @@ def test_a_complete_target_string_is_checked_before_llvm_compiles():
     target = loom.target.Target(f"llvm -mtriple={triple} -mcpu=nonexistentcpu -mattr=+avx2")  # skips LLVM here
     with pytest.raises(TargetError, match="mcpu='nonexistentcpu' is not a CPU LLVM knows"):
         _doubler(target)
+
+
+def test_a_cross_compiler_is_found_by_the_usual_names(tmp_path, monkeypatch):
+    f = _doubler("llvm -mtriple=aarch64-unknown-linux-gnu")
+    compiler = tmp_path / "aarch64-linux-gnu-gcc"  # Debian's name: the triple without its vendor
+    compiler.write_text("#!/bin/sh\nexit 1\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert f._linker() == "aarch64-linux-gnu-gcc"
+    compiler.rename(tmp_path / "aarch64-unknown-linux-gnu-gcc")
+    assert f._linker() == "aarch64-unknown-linux-gnu-gcc"
