@@ -147,9 +147,11 @@ class _Stages:
         try:
             out = fn(*args)
         except LoomError as err:
-            add_note = getattr(err, "add_note", None)  # Python 3.11+
-            if add_note is not None:
-                add_note(f"(raised by the {stage} stage of the {self.kind!r} backend, plugin {self.plugin!r})")
+            note = f"(raised by the {stage} stage of the {self.kind!r} backend, plugin {self.plugin!r})"
+            if hasattr(err, "add_note"):
+                err.add_note(note)
+            else:  # Python 3.10: the same list, which tracebacks do not print there
+                setattr(err, "__notes__", [*getattr(err, "__notes__", ()), note])
             raise
         except Exception as err:  # noqa: BLE001 - the plugin's bug, named
             raise BackendError(f"the {stage} stage of the {self.kind!r} backend (plugin {self.plugin!r}) raised "

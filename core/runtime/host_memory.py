@@ -89,6 +89,10 @@ def host_view(ptr: int, shape: tuple[int, ...], npd: np.dtype, strides: tuple[in
     """A numpy view of host memory at ``ptr`` that keeps ``owner`` alive as long as any view of it lives."""
     item = npd.itemsize
     lo, hi = span(shape, strides or compact_strides(shape))
+    if hi == lo and not ptr:  # no element at a null address: numpy before 2.3 refuses to map it
+        empty = np.empty(shape, npd)
+        empty.flags.writeable = not readonly
+        return empty
     raw = np.asarray(_HostMemory(ptr + lo * item, (hi - lo) * item, owner, readonly))
     if strides is None:
         return raw.view(npd).reshape(shape)
