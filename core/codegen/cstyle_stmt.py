@@ -220,7 +220,7 @@ class StatementRenderer:
 
     def stmt_AssertStmt(self, s: S.AssertStmt) -> None:
         message = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
-        self.emit(f"if (!({self.expr(s.condition)})) {{ {self.assert_failure(message)} }}")
+        self.emit(f"if (!({self.expr(s.condition)})) {{ {self.fail(message)} }}")
         self.stmt(s.body)
 
     def stmt_IfThenElse(self, s: S.IfThenElse) -> None:
@@ -250,9 +250,9 @@ class StatementRenderer:
             _log.warning("the parallel loop %s runs serially: it is nested in a parallel loop, whose threads "
                          "already occupy the cores", s.loop_var.name)
         if parallel and may_exit(s.body, self.stack_limit):
-            self.emit("/* serial: the body may return an error, which OpenMP loops cannot */")
-            _log.warning("the parallel loop %s runs serially: its body may return an error, which an OpenMP "
-                         "loop cannot", s.loop_var.name)
+            self.emit("/* serial: the body calls another function or allocates off the stack */")
+            _log.warning("the parallel loop %s runs serially: its body calls another module's function or "
+                         "allocates off the stack, whose errors an OpenMP loop cannot return", s.loop_var.name)
             parallel = False
         if parallel:
             self.emit(self.parallel_pragma)
@@ -322,14 +322,15 @@ def is_device_allocation(s: S.Allocate) -> bool:
 
 
 def may_exit(body: S.Stmt, stack_limit: int) -> bool:
-    """Whether ``body`` holds something that may return from the function: an assert, an allocation
-    off the stack, a call of another function."""
+    """Whether ``body`` holds something that may return from the function and cannot go through
+    :meth:`StatementRenderer.fail` inside an OpenMP loop: an allocation off the stack (the jump to
+    the iteration's end would skip its release), a call of another function."""
     from ..ir.functor import post_order_visit
 
     found = []
 
     def visit(n: Any) -> None:
-        if isinstance(n, S.AssertStmt) or isinstance(n, E.Call) and isinstance(n.op, GlobalVar) \
+        if isinstance(n, E.Call) and isinstance(n.op, GlobalVar) \
                 or isinstance(n, S.Allocate) and (is_device_allocation(n) or not fits_stack(n, stack_limit)):
             found.append(n)
 

@@ -173,3 +173,24 @@ def test_the_backend_builds_a_cmodule_only_for_c() -> None:
     a = np.zeros(1, "int32")
     m(a)
     assert a[0] == 1
+
+
+def test_a_failing_assert_in_a_parallel_loop_keeps_the_loop_parallel() -> None:
+    # The failing iteration records the message and skips its rest; the function fails after the loop.
+    n = 64
+    A = loom.decl_buffer((n,), "int32", name="A")
+    B = loom.decl_buffer((n,), "int32", name="B")
+    i = loom.var("i")
+    body = S.AssertStmt(A[i] >= 0, "negative element", S.BufferStore(B, A[i] * 2, [i]))
+    loop = S.For(i, 0, n, S.ForKind.PARALLEL, body)
+    f = loom.build(PrimFunc([A.data, B.data], loop, buffer_map={A.data: A, B.data: B}),
+                   target="c -flags=-O1", name="doubled")
+    assert "#pragma omp parallel for" in f.get_source()
+    a, b = np.arange(n, dtype="int32"), np.zeros(n, "int32")
+    f(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+    a[10] = -1
+    b[:] = 0
+    with pytest.raises(AssertionFailed, match="negative element"):
+        f(a, b)
+    assert b[10] == 0 and (b[np.arange(n) != 10] == a[np.arange(n) != 10] * 2).all()  # the others ran
