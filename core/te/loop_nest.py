@@ -102,8 +102,12 @@ def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, ne
 
 
 def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[E.IterVar, E.PrimExpr],
-                     skip_domain: bool, skip: set[E.IterVar]) -> list[E.PrimExpr]:
+                     skip_domain: bool, skip: set[E.IterVar],
+                     declared: dict[E.IterVar, E.Range] | None = None) -> list[E.PrimExpr]:
     """Conditions keeping each axis inside its inferred range and its declared domain.
+
+    ``declared`` overrides the declared domains of some root axes (a reduction axis whose
+    range names a data axis, rewritten in the loop variables).
 
     A condition is left out when interval analysis proves it always holds.
     """
@@ -128,7 +132,7 @@ def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict
     for iv in root_iter_vars(stage.op):
         if iv in skip or iv.iter_type == "opaque" or iv not in values:
             continue
-        dom, root = dom_map[iv], iv.dom
+        dom, root = dom_map[iv], (declared or {}).get(iv, iv.dom)
         assert root is not None  # an operation's own axes have domains
         same = an.can_prove_equal(root.min, dom.min) and an.can_prove_equal(root.extent, dom.extent)
         if not skip_domain and not same:

@@ -47,6 +47,7 @@ from ..ir.op import Op
 from ..ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from ..ir.reduce import Reduce
 from ..ir.stmt import AttrStmt, IfThenElse, LetStmt, Stmt, seq
+from ..transform._util import uses_vars
 from .bound import infer_bound
 from .loop_nest import if_nest, make_bound_check, make_loop_nest, merge_nest
 from .relations import pass_down_bitmask
@@ -128,10 +129,10 @@ class _Lowering:
         outputs = [stage.origin_op.output(k) for k in range(op.num_outputs)]
         index = [iv.var for iv in op.axis]
         bodies = self.bodies[stage]
-        dom_map = self.bounds
+        dom_map, declared = _bounds_in_leaf_vars(stage, op, self.bounds)
         values: dict[E.IterVar, E.PrimExpr] = {}
         main = make_loop_nest(stage, dom_map, 0, False, set(), values, lambda iv, b: self.attach(stage, iv, b))
-        preds = make_bound_check(stage, dom_map, values, False, set())
+        preds = make_bound_check(stage, dom_map, values, False, set(), declared)
         if not op.reduce_axis:
             stores = seq(*(ProducerStore(t, b, index) for t, b in zip(outputs, bodies)))
             return merge_nest(main, if_nest(preds, substitute(stores, _vmap(values))))
@@ -147,13 +148,41 @@ class _Lowering:
         init_values = {iv: values[iv] for iv in leaves[:begin]}
         skip = {iv for iv, f in flags.items() if f == 2}
         init_nest = make_loop_nest(stage, dom_map, begin, True, skip, init_values)
-        init_preds = make_bound_check(stage, dom_map, init_values, True, skip)
+        init_preds = make_bound_check(stage, dom_map, init_values, True, skip, declared)
         init_exprs = red.init or red.combiner.identity_element
         init = seq(*(ProducerStore(t, v, index) for t, v in zip(outputs, init_exprs)))
         init = merge_nest(init_nest, if_nest(init_preds, substitute(init, _vmap(init_values))))
         update = substitute(_update(red, outputs, index), _vmap(values))
         update = merge_nest(main[begin + 1:], if_nest(preds, update))
         return merge_nest(main[:begin + 1], seq(init, update))
+
+
+def _bounds_in_leaf_vars(stage: Any, op: ComputeOp, dom_map: Any) -> tuple[Any, dict[E.IterVar, E.Range]]:
+    """``dom_map``, and the declared domains of the reduction axes, with the ranges that use a data
+    axis written in the loop variables the nest iterates.
+
+    A reduction axis may range over a data axis (``sum(x[k])`` for ``k < i + 1``, a triangular
+    reduction): its range names the root variable ``i``, while the nest iterates leaf variables
+    (normalize rebases every axis, split makes two), and the body is rewritten in those; so must
+    the range be, or the reduction loop's bound would name a variable nothing defines.
+    """
+    roots = [iv.var for iv in op.axis]
+    data = {id(iv) for iv in op.axis}  # by identity: IterVar == builds an expression
+    uses = [iv for iv, r in dom_map.items()
+            if id(iv) not in data and (uses_vars(r.min, roots) or uses_vars(r.extent, roots))]
+    if not uses:
+        return dom_map, {}
+    values: dict[E.IterVar, E.PrimExpr] = {}
+    make_loop_nest(stage, dom_map, 0, False, set(), values)  # only for the values: nothing is built
+    vmap = _vmap({iv: values[iv] for iv in op.axis})
+    def rewritten(r: E.Range) -> E.Range:
+        return E.Range(substitute(r.min, vmap), substitute(r.extent, vmap))
+
+    out = dict(dom_map)
+    for iv in uses:
+        out[iv] = rewritten(dom_map[iv])
+    declared = {iv: rewritten(iv.dom) for iv in op.reduce_axis if iv.dom is not None}
+    return out, declared
 
 
 def _vmap(values: dict[E.IterVar, E.PrimExpr]) -> dict[E.Var, E.PrimExpr]:

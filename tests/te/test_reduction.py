@@ -250,3 +250,20 @@ def test_empty_where_gives_the_identity():
     B = compute((2,), lambda i: R.max(A[i, k], axis=k, where=k > 5), name="B")
     out = Reference({A: np.ones((2, 3), "float32")}).run(B)
     assert np.all(np.isneginf(out))
+
+
+@pytest.mark.parametrize("target", ["interp", "llvm", "c"])
+@pytest.mark.parametrize("split", [False, True])
+def test_a_reduction_whose_extent_uses_an_output_axis(target, split):
+    """``y[i] = sum(x[0:i+1])`` (a triangular reduction): the reduction loop's bound names the data axis."""
+    n = 16
+    x = placeholder((n,), name="x")
+    y = compute((n,), lambda i: loom.sum(x[R_k := reduce_axis((0, i + 1), name="k")], axis=R_k), name="y")
+    s = loom.create_schedule(y.op)
+    if split:
+        outer, _ = s[y].split(y.op.axis[0], factor=4)
+        s[y].parallel(outer)
+    f = loom.build(s, [x, y], target=target)
+    a, b = np.arange(n, dtype="float32"), np.zeros(n, "float32")
+    f(a, b)
+    np.testing.assert_array_equal(b, np.cumsum(a))
