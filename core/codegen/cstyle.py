@@ -40,6 +40,7 @@ import math
 from typing import Any, Callable, ClassVar, Mapping
 
 from ..ir import expr as E
+from ..ir import expr_ops as ops
 from ..ir import stmt as S
 from ..ir.dtype import DataType
 from ..ir.function import IRModule, PrimFunc
@@ -335,7 +336,7 @@ class CStyleRenderer(StatementRenderer):
     def int_division(self, n: E.BinaryOp, lane: Callable[[str, str], str], unchecked: Callable[[], str]) -> str:
         """Integer division or remainder ``n``: ``unchecked()`` when its divisor is a non-zero constant (or
         the dialect does not check), else lane by lane ``lane(a, b)`` after a zero test of ``b``."""
-        failure = None if _nonzero_constant(n.b) else self.division_by_zero(division_by_zero_message(str(n)))
+        failure = None if ops.is_nonzero_constant(n.b) else self.division_by_zero(division_by_zero_message(str(n)))
         if failure is None:
             return unchecked()
 
@@ -455,13 +456,6 @@ def _needs_wide_offsets(buf: Any) -> bool:
             return True
         extent += max(n.value - 1, 0) * abs(stride.value)
     return extent * max(1, buf.dtype.lanes) >= _INT32_LIMIT
-
-
-def _nonzero_constant(e: Any) -> bool:
-    """Whether the divisor ``e`` is a constant without a zero lane (a division by it needs no check)."""
-    if isinstance(e, E.Broadcast):
-        e = e.value
-    return isinstance(e, E.IntImm) and e.value != 0
 
 
 def _pow2_lanes(lanes: int) -> int:

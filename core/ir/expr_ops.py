@@ -24,7 +24,7 @@ from . import expr as E
 
 __all__ = [
     "const", "convert_expr", "var", "size_var", "select", "floordiv", "floormod", "truncdiv",
-    "truncmod", "min_value", "max_value", "all", "any", "cast", "const_value",
+    "truncmod", "min_value", "max_value", "all", "any", "cast", "const_value", "is_nonzero_constant",
 ]
 
 _INT32 = DataType.of("int32")
@@ -385,6 +385,18 @@ def const_value(e: Any) -> int | float | None:
     if isinstance(e, (E.IntImm, E.FloatImm)):
         return e.value
     return None
+
+
+def is_nonzero_constant(e: Any) -> bool:
+    """Whether ``e`` is an integer constant (or a broadcast of one) without a zero lane: a divisor
+    that needs no zero check.
+
+    >>> is_nonzero_constant(const(3)), is_nonzero_constant(const(0)), is_nonzero_constant(var("n"))
+    (True, False, False)
+    """
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.IntImm) and e.value != 0
 
 
 def _neg(a: E.PrimExpr) -> E.PrimExpr:

@@ -109,7 +109,7 @@ class _GuardDivisors(Mutator):
 
     def visit_BinaryOp(self, e: E.BinaryOp) -> E.PrimExpr:
         a, b = self.visit(e.a), self.visit(e.b)
-        if isinstance(e, _DIVISIONS) and e.dtype.is_integer and not (isinstance(b, E.IntImm) and b.value != 0):
+        if isinstance(e, _DIVISIONS) and e.dtype.is_integer and not ops.is_nonzero_constant(b):
             b = E.Select(self.guard, b, ops.const(1, b.dtype))
         return e if a is e.a and b is e.b else type(e)(a, b)
 

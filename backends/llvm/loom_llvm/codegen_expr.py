@@ -25,6 +25,7 @@ from llvmlite import ir
 from loom.arith import Analyzer
 from loom.errors import LoomError, LoomTypeError
 from loom.ir import expr as E
+from loom.ir import expr_ops as ops
 from loom.ir.buffer import Buffer
 from loom.ir.dtype import DataType
 from loom.ir.function import GlobalVar
@@ -79,11 +80,10 @@ def _mangle(t: ir.Type) -> str:
 
 
 def _nonzero_constant(e: E.PrimExpr, value: ir.Value) -> bool:
-    """Whether the divisor ``e`` (emitted as ``value``) is a constant without a zero lane: no check needed."""
-    if isinstance(e, E.Broadcast):
-        e = e.value
-    if isinstance(e, E.IntImm):
-        return e.value != 0
+    """Whether the divisor ``e`` (emitted as ``value``, which LLVM may have folded) is a constant
+    without a zero lane: no check needed."""
+    if ops.is_nonzero_constant(e):
+        return True
     constant = getattr(value, "constant", None) if isinstance(value, ir.Constant) else None
     return isinstance(constant, int) and constant != 0
 
