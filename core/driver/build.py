@@ -29,7 +29,10 @@ from ..target import CompilationConfig, Target
 from ..target.compilation_config import _default_host
 from ..target.target import target_key
 from ..transform.pass_base import PassContext
+from ..te.schedule import Schedule
+from ..transform.split_devices import REGION_ATTR
 from . import pipeline
+from .device_plan import DevicePlan, is_heterogeneous, plan_devices, resolve_config
 from .lower import driver_context, lower_with_target, run_passes
 
 if TYPE_CHECKING:
@@ -41,22 +44,32 @@ _log = logging.getLogger(__name__)
 
 
 def is_lowered(mod: IRModule) -> bool:
-    """True when every PrimFunc of ``mod`` went through MakeAPI already."""
+    """True when every PrimFunc of ``mod`` went through MakeAPI already (or was split out of one that did)."""
     funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
-    return bool(funcs) and all(f.attrs.get("loom.api") for f in funcs)
+    return bool(funcs) and all(f.attrs.get("loom.api") or REGION_ATTR in f.attrs for f in funcs)
 
 
 def _lowered(inputs: Any, args: Sequence[Any] | None, name: str, binds: Mapping[Any, Buffer] | None,
-             target: Target) -> IRModule:
+             target: Target, plan: DevicePlan | None) -> IRModule:
     if isinstance(inputs, PrimFunc):
         inputs = IRModule({str(inputs.attrs.get("global_symbol", name)): inputs})
     if isinstance(inputs, IRModule) and is_lowered(inputs):
         return inputs
-    return lower_with_target(inputs, args, name, binds, False, target)
+    return lower_with_target(inputs, args, name, binds, False, target, plan)
 
 
 def _annotate(mod: IRModule, target: Target) -> IRModule:
-    funcs = {k: f.with_attr("target", target) if isinstance(f, PrimFunc) else f for k, f in mod.functions.items()}
+    """Give ``target`` to every function that has none (a heterogeneous build's stages have their own)."""
+    funcs = {k: f.with_attr("target", target) if isinstance(f, PrimFunc) and "target" not in f.attrs else f
+             for k, f in mod.functions.items()}
+    return mod.with_(functions=funcs)
+
+
+def _target_pipelines(mod: IRModule, default: Target, host_target: Target) -> IRModule:
+    """Each function through the build pipeline of its own target (a device's, or a CPU's)."""
+    funcs: dict[str, Any] = {}
+    for t, group in _by_target(mod, default).values():
+        funcs.update(run_passes(mod.with_(functions=group), _pipeline(t, host_target)).functions)
     return mod.with_(functions=funcs)
 
 
@@ -71,6 +84,11 @@ def _by_target(mod: IRModule, default: Target) -> dict[Any, tuple[Target, dict[s
 
 
 def _resolve_targets(inputs: Any, target: Any, target_host: Any) -> tuple[CompilationConfig, list[tuple[Target, Any]]]:
+    if isinstance(target, CompilationConfig) or isinstance(target, (list, tuple, Mapping)) and not isinstance(
+            inputs, Mapping):
+        # One target given in a collection (heterogeneous collections are planned, see build()).
+        cfg = resolve_config(inputs, target, target_host)
+        return cfg, [(cfg.primitive_targets[0], inputs)]
     if isinstance(inputs, Mapping):
         if target is not None:
             raise LoomTypeError("build(): give the targets either as the keys of the inputs dict or as target=, "
@@ -119,10 +137,15 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     >>> b = np.zeros(4, "float32"); f(np.arange(4, dtype="float32"), b); b
     array([1., 2., 3., 4.], dtype=float32)
     """
-    cfg, work = _resolve_targets(inputs, target, target_host)
+    plan = None
+    if isinstance(inputs, Schedule) and is_heterogeneous(inputs, target):
+        plan = plan_devices(inputs, resolve_config(inputs, target, target_host))
+        cfg, work = plan.config, [(plan.config.host_target, inputs)]
+    else:
+        cfg, work = _resolve_targets(inputs, target, target_host)
     start = time.perf_counter()
     with driver_context(), deep_recursion("build"):
-        built = _build(cfg, work, args, name, binds)
+        built = _build(cfg, work, args, name, binds, plan)
     _log.debug("build %s: %.3f ms in all", name, (time.perf_counter() - start) * 1e3)
     return built
 
@@ -135,15 +158,15 @@ def _pipeline(tgt: Target, host_target: Target) -> list[Any]:
 
 
 def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequence[Any] | None, name: str,
-           binds: Mapping[Any, Buffer] | None) -> Module:
+           binds: Mapping[Any, Buffer] | None, plan: DevicePlan | None = None) -> Module:
     host_target = cfg.host_target
     parts: dict[Any, tuple[Target, dict[str, Any]]] = {}
     names: dict[str, Target] = {}  # function names are global across the whole build
     for tgt, item in work:
         start = time.perf_counter()
         with tgt:
-            mod = _annotate(_lowered(item, args, name, binds, tgt), tgt)
-            mod = run_passes(mod, _pipeline(tgt, host_target))
+            mod = _annotate(_lowered(item, args, name, binds, tgt, plan), tgt)
+            mod = _target_pipelines(mod, tgt, host_target)
         _log.debug("build %s for %s: lowered and split in %.3f ms", name, tgt.without_host(),
                    (time.perf_counter() - start) * 1e3)
         clash = sorted(set(names) & set(mod.functions))
@@ -154,7 +177,7 @@ def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequenc
         for key, (t, funcs) in _by_target(mod, tgt).items():
             parts.setdefault(key, (t, {}))[1].update(funcs)
     host_key = target_key(host_target.without_host())
-    built = {key: build_module(IRModule(funcs), t) for key, (t, funcs) in parts.items()}
+    built = {key: build_module(IRModule(funcs), t, name if name in funcs else None) for key, (t, funcs) in parts.items()}
     host = built.pop(host_key, None)
     if host is None:
         if len(built) == 1:

@@ -33,8 +33,12 @@ from ..ir.stmt import Stmt
 from ..target import Target
 from ..transform.instrument import DumpIR, env_instruments, extend_context
 from ..transform.pass_base import Pass, PassContext, PassInfo, PrimFuncPass
+from ..ir.functor import Mutator
+from ..target.target import target_key
+from ..transform.split_devices import DEVICE_SCOPE, PARAM_DEVICES_ATTR
 from . import pipeline
 from .build_config import MAX_PHASE, check_lower_passes
+from .device_plan import DevicePlan, is_heterogeneous, plan_devices, resolve_config
 
 if TYPE_CHECKING:
     from ..te.tensor import Tensor
@@ -111,8 +115,12 @@ def _describe(a: Any) -> str:
 
 
 def form_prim_func(body: Stmt, args: Sequence[Any], name: str, binds: Mapping[Any, Buffer] | None = None,
-                   ctx: PassContext | None = None) -> PrimFunc:
-    """The PrimFunc of a scheduled body: parameters, buffer_map and the ``tensor_binds`` attribute."""
+                   ctx: PassContext | None = None, plan: DevicePlan | None = None) -> PrimFunc:
+    """The PrimFunc of a scheduled body: parameters, buffer_map and the ``tensor_binds`` attribute.
+
+    With a device ``plan`` (a heterogeneous schedule) ``attrs[PARAM_DEVICES_ATTR]`` says
+    where each argument lives.
+    """
     ctx = ctx or PassContext.current()
     tensor_binds, arg_list = get_binds(args, binds, ctx)
     params: list[Var] = []
@@ -127,6 +135,8 @@ def form_prim_func(body: Stmt, args: Sequence[Any], name: str, binds: Mapping[An
             params.append(a)
     attrs = {"global_symbol": name, "tir.noalias": bool(ctx.get_config("tir.restricted_func")),
              "tensor_binds": Map(tensor_binds)}
+    if plan is not None:
+        attrs[PARAM_DEVICES_ATTR] = tuple(plan.argument(a) if not isinstance(a, Var) else None for a in args)
     return PrimFunc(params, body, buffer_map=buffer_map, attrs=attrs)
 
 
@@ -188,6 +198,36 @@ class _PluginPass(Pass):
             raise wrapped from err
 
 
+class _InRegions(Pass):
+    """A plugin pass for ``target`` applied to the device regions of that target only (heterogeneous lowering)."""
+
+    def __init__(self, inner: Pass, target: Target) -> None:
+        self.inner, self.target, self.info = inner, target, inner.info
+        self.key = target_key(target.without_host())
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        funcs = {name: _RegionRewriter(self, name, f, ctx).visit_func() if isinstance(f, PrimFunc) else f
+                 for name, f in mod.functions.items()}
+        return mod.with_(functions=funcs)
+
+
+class _RegionRewriter(Mutator):
+    def __init__(self, owner: _InRegions, name: str, func: PrimFunc, ctx: PassContext) -> None:
+        self.owner, self.name, self.func, self.ctx = owner, name, func, ctx
+
+    def visit_func(self) -> PrimFunc:
+        body = self.visit(self.func.body)
+        return self.func if body is self.func.body else self.func.with_body(body)
+
+    def visit_AttrStmt(self, s: Any) -> Any:
+        if s.attr_key != DEVICE_SCOPE or s.node.target is None or \
+                target_key(s.node.target.without_host()) != self.owner.key:
+            return self.generic_visit(s)
+        region = self.func.with_(body=s.body, attrs={**self.func.attrs, "target": s.node.target})
+        out = self.owner.inner.transform(IRModule({self.name: region}), self.ctx)[self.name]
+        return s.with_(body=out.body)
+
+
 def _user_passes(ctx: PassContext) -> list[list[Pass]]:
     by_phase: list[list[Pass]] = [[] for _ in range(MAX_PHASE + 1)]
     for phase, fn in check_lower_passes(ctx.get_config("tir.add_lower_pass")):
@@ -196,20 +236,35 @@ def _user_passes(ctx: PassContext) -> list[list[Pass]]:
 
 
 def phase_passes(target: Target | None = None, simple_mode: bool = False,
-                 ctx: PassContext | None = None) -> list[Pass]:
-    """Every pass ``lower`` runs after forming the PrimFunc, in order."""
+                 ctx: PassContext | None = None, plan: DevicePlan | None = None) -> list[Pass]:
+    """Every pass ``lower`` runs after forming the PrimFunc, in order.
+
+    With a device ``plan`` each target's plugin passes run on its stages only,
+    and SplitDevices makes a function of each stage at the end.
+    """
     ctx = ctx or PassContext.current()
     skip = pipeline.SIMPLE_MODE_SKIPS if simple_mode else frozenset()
     user = _user_passes(ctx)
     passes: list[Pass] = []
     for phase, builtin in enumerate(pipeline.PHASES):
-        plugin = _plugin_passes(target, phase)
+        plugin = _plugin_passes(target, phase) if plan is None else _region_passes(plan, phase)
         passes += plugin["before"]
         passes += pipeline.instantiate(builtin, skip)
         passes += plugin["after"]
         passes += user[phase]
     passes += pipeline.instantiate(pipeline.API, skip)
+    if plan is not None:
+        passes += pipeline.instantiate(pipeline.DEVICE_SPLIT)
     return passes
+
+
+def _region_passes(plan: DevicePlan, phase: int) -> dict[str, list[Pass]]:
+    out: dict[str, list[Pass]] = {place: [] for place in _PLACES}
+    targets = {target_key(vd.target.without_host()): vd.target for vd in plan.devices.values() if vd.target is not None}
+    for t in targets.values():
+        for place, passes in _plugin_passes(t, phase).items():
+            out[place] += [_InRegions(p, t) for p in passes]
+    return out
 
 
 @contextlib.contextmanager
@@ -251,25 +306,29 @@ def _as_module(func: IRModule | PrimFunc, name: str) -> IRModule:
     return IRModule({str(symbol or name): func})
 
 
-def _schedule_to_stmt(sch: Any) -> Stmt:
+def _schedule_to_stmt(sch: Any, plan: DevicePlan | None) -> Stmt:
     try:
         from ..te.schedule_ops import schedule_to_stmt
     except ModuleNotFoundError as err:
         raise LoomError(f"lowering a schedule needs loom.te.schedule_ops, which is not installed ({err})") from None
-    return schedule_to_stmt(sch)
+    return schedule_to_stmt(sch, None if plan is None else plan.devices)
 
 
 def lower_with_target(sch: Any, args: Sequence[Any] | None, name: str, binds: Mapping[Any, Buffer] | None,
-                      simple_mode: bool, target: Target | None) -> IRModule:
-    """:func:`lower` with the target whose plugins contribute passes given explicitly."""
+                      simple_mode: bool, target: Target | None, plan: DevicePlan | None = None) -> IRModule:
+    """:func:`lower` with the target whose plugins contribute passes given explicitly.
+
+    A device ``plan`` (:func:`loom.driver.device_plan.plan_devices`) lowers a
+    heterogeneous schedule: a host function plus one function per stage.
+    """
     if not isinstance(name, str) or not name:
         raise LoomValueError(f"the function name must be a non-empty str, got {name!r}")
     ctx = PassContext.current()
+    from ..te.schedule import Schedule
+
     if isinstance(sch, (IRModule, PrimFunc)):
         mod = _as_module(sch, name)
     else:
-        from ..te.schedule import Schedule
-
         if not isinstance(sch, Schedule):
             raise LoomTypeError(f"lower expects a Schedule (loom.create_schedule), a PrimFunc or an IRModule, "
                                 f"got {type(sch).__name__}")
@@ -279,11 +338,11 @@ def lower_with_target(sch: Any, args: Sequence[Any] | None, name: str, binds: Ma
         if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
             raise LoomTypeError(f"args must be a list of Tensor, Buffer or Var, got {type(args).__name__}")
         start = time.perf_counter()
-        func = form_prim_func(_schedule_to_stmt(sch), args, name, binds, ctx)
+        func = form_prim_func(_schedule_to_stmt(sch, plan), args, name, binds, ctx, plan)
         mod = IRModule({name: func})
         _log.debug("lower %s: schedule to PrimFunc in %.3f ms", name, (time.perf_counter() - start) * 1e3)
     start = time.perf_counter()
-    passes = phase_passes(target, simple_mode, ctx)
+    passes = phase_passes(target, simple_mode, ctx, plan if isinstance(sch, Schedule) else None)
     mod = run_passes(mod, passes)
     _log.debug("lower %s: %d passes in %.3f ms", name, len(passes), (time.perf_counter() - start) * 1e3)
     return mod
@@ -323,4 +382,8 @@ def lower(sch: Any, args: Sequence[Any] | None = None, name: str = "default_func
         B[i.outer * 4 + 3] = A[i.outer * 4 + 3] * 2.0
     """
     with deep_recursion("lower"):
-        return lower_with_target(sch, args, name, binds, simple_mode, Target.current())
+        target, plan = Target.current(), None
+        if is_heterogeneous(sch, None):
+            plan = plan_devices(sch, resolve_config(sch, None, None))
+            target = plan.config.host_target
+        return lower_with_target(sch, args, name, binds, simple_mode, target, plan)

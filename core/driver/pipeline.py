@@ -24,7 +24,7 @@ from ..transform.pass_base import Pass
 
 __all__ = [
     "PassFactory", "lazy_pass", "PHASE_0", "PHASE_1", "PHASE_2", "PHASE_3", "API", "PHASES",
-    "SIMPLE_MODE_SKIPS", "DEVICE_BUILD", "HOST_BUILD", "HOST_BUILD_GPU_THREADS", "host_build", "instantiate",
+    "SIMPLE_MODE_SKIPS", "DEVICE_SPLIT", "DEVICE_BUILD", "HOST_BUILD", "HOST_BUILD_GPU_THREADS", "host_build", "instantiate",
 ]
 
 PassFactory = Callable[[], Pass]
@@ -80,6 +80,12 @@ PHASE_3 = [
 # After phase 3: bind the arguments (skipped in simple_mode).
 API = [
     ("MakeAPI", lazy_pass("make_api", "MakeAPI")),
+]
+
+# After MakeAPI, for a schedule whose stages run on different devices: a function per stage,
+# and the copies between devices in the host function.
+DEVICE_SPLIT = [
+    ("SplitDevices", lazy_pass("split_devices", "SplitDevices")),
 ]
 
 PHASES = (PHASE_0, PHASE_1, PHASE_2, PHASE_3)

@@ -243,7 +243,12 @@ class _Printer:
                 self.buffer_name(b)
             self.name(p, f"{p.name}_handle" if p.name == b.name else p.name)
         params = ", ".join(f"{self.expr(p)}: {p.dtype}" for p in f.params)
-        attrs = f"(attrs={self.value(f.attrs)})" if f.attrs else ""
+        shown = dict(f.attrs)
+        plan = shown.pop("loom.device_plan", None)  # a heterogeneous build's plan reads best as lines
+        if plan is not None:
+            out.append("# device plan (functions and copies, in order):")
+            out.extend(f"#   {line}" for line in plan)
+        attrs = f"(attrs={self.value(shown)})" if shown else ""
         ret = "" if f.ret_type == "int32" else f" -> {f.ret_type}"
         out.append(f"@prim_func{attrs}")
         out.append(f"def {name}({params}){ret}:")

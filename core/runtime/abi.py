@@ -73,7 +73,7 @@ from .symbols import escape_name, function_symbol
 __all__ = ["abi_vars", "pack_values", "native_runner", "NativeRunner", "NATIVE_SIGNATURE", "NATIVE_ALIGNMENT",
            "library_function", "import_symbol", "word_of", "value_of", "DEVICE_ALLOC_SYMBOL", "DEVICE_FREE_SYMBOL",
            "DEVICE_ALLOC_SIGNATURE", "DEVICE_FREE_SIGNATURE", "DEVICE_TYPE_ANNOTATION", "DEVICE_ID_ANNOTATION",
-           "ARG_DEVICES_ATTR", "arg_devices", "function_symbol", "DIVISION_BY_ZERO", "division_by_zero_message",
+           "ARG_DEVICES_ATTR", "DEVICE_COPY_FUNCTION", "arg_devices", "function_symbol", "DIVISION_BY_ZERO", "division_by_zero_message",
            "native_error"]
 
 #: The largest alignment native code assumes of argument pointers: what every numpy allocation
@@ -104,6 +104,8 @@ DEVICE_TYPE_ANNOTATION = "loom.device_type"
 DEVICE_ID_ANNOTATION = "loom.device_id"
 #: ``PrimFunc.attrs`` key: per parameter, the DLPack device type of the memory it points to.
 ARG_DEVICES_ATTR = "loom.arg_devices"
+#: The runtime function host code calls to copy between devices (see :mod:`loom.runtime.device_copy`).
+DEVICE_COPY_FUNCTION = "loom.device_copy"
 #: The runtime's device allocator, as seen from native host code (see the module docstring).
 DEVICE_ALLOC_SYMBOL = "loom_rt_device_alloc"
 #: The runtime's device deallocator, as seen from native host code.

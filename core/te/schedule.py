@@ -69,6 +69,7 @@ class Stage(Generic[OpT]):
         self.is_output: bool = is_output
         self.storage_aligns: dict[E.IterVar, tuple[int, int]] = {}
         self.double_buffer_: bool = False
+        self.device: Any = None  # where the user placed the stage (on_device), resolved by loom.build
 
     def __repr__(self) -> str:
         return f"stage({self.op.name}, {type(self.op).__name__})"
@@ -134,6 +135,22 @@ class Stage(Generic[OpT]):
     def double_buffer(self) -> None:
         """Double-buffer this stage's storage (the pass alternates two copies across the enclosing loop)."""
         _compute.double_buffer(self)
+
+    def on_device(self, where: Any) -> None:
+        """Run this stage on ``where`` (for a placeholder: the caller's array lives there).
+
+        ``where`` is a :class:`~loom.target.VirtualDevice`, a :class:`~loom.target.Target`,
+        a target string (``"ext_dev"``) or a device (``loom.cuda(0)``); ``loom.build``
+        plans the devices of a schedule with placements (docs/heterogeneous.md).
+
+        >>> from loom.te.operation import placeholder, compute
+        >>> A = placeholder((8,), name="A")
+        >>> B = compute((8,), lambda i: A[i] + 1.0, name="B")
+        >>> s = create_schedule(B.op)
+        >>> s[B].on_device("interp"); s[B].device
+        'interp'
+        """
+        _compute.on_device(self, where)
 
 
 def _as_ops(ops: Any) -> list[Operation]:

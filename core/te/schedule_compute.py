@@ -10,7 +10,7 @@ from ..ir.reduce import Reduce
 from .tensor import ComputeOp, Tensor
 from .schedule_loops import check_leaf
 
-__all__ = ["compute_at", "compute_inline", "compute_root", "set_scope", "storage_align", "double_buffer"]
+__all__ = ["compute_at", "compute_inline", "compute_root", "set_scope", "storage_align", "double_buffer", "on_device"]
 
 
 def _parent_stage(stage: Any, parent: Any) -> Any:
@@ -89,3 +89,23 @@ def double_buffer(stage: Any) -> None:
     if stage.is_output:
         raise LoomValueError(f"double_buffer on {stage.op.name}: an output cannot be double-buffered")
     stage.double_buffer_ = True
+
+
+def on_device(stage: Any, where: Any) -> None:
+    """Record where ``stage`` runs; see :meth:`loom.te.schedule.Stage.on_device`.
+
+    A placeholder names where the caller's array lives: placing one on two
+    different devices is an error naming both when the schedule is built.
+    """
+    from ..target import Device, Target, VirtualDevice
+    from .tensor import PlaceholderOp
+
+    if not isinstance(where, (VirtualDevice, Target, Device, str)):
+        raise LoomTypeError(f"on_device on {stage.op.name}: expected a VirtualDevice, a Target, a target string or a "
+                            f"device (loom.cuda(0)), got {type(where).__name__} {where!r}")
+    if isinstance(where, str) and not where.strip():
+        raise LoomValueError(f"on_device on {stage.op.name}: the target string is empty")
+    if isinstance(stage.op, PlaceholderOp):
+        # Every placement is kept: loom.build resolves them and refuses two different devices.
+        stage.placements = [*getattr(stage, "placements", ()), where]
+    stage.device = where

@@ -48,6 +48,7 @@ from ..ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from ..ir.reduce import Reduce
 from ..ir.stmt import AttrStmt, IfThenElse, LetStmt, Stmt, seq
 from ..transform._util import uses_vars
+from ..transform.split_devices import DEVICE_SCOPE
 from .bound import infer_bound
 from .loop_nest import if_nest, make_bound_check, make_loop_nest, merge_nest
 from .relations import pass_down_bitmask
@@ -62,7 +63,8 @@ _TRUE = E.IntImm("bool", 1)
 
 
 class _Lowering:
-    def __init__(self, sch: Schedule) -> None:
+    def __init__(self, sch: Schedule, devices: Any = None) -> None:
+        self.devices = devices
         self.bounds = infer_bound(sch.normalize())
         self.sch = self.bounds.schedule
         self.bodies = self.bounds.bodies
@@ -100,6 +102,10 @@ class _Lowering:
         if stage.double_buffer_:
             for t in reversed(outputs):
                 producer = AttrStmt(t, "double_buffer_scope", ops.const(1, "int32"), producer)
+        if self.devices is not None and stage.attach_type == "root":
+            # A compute stage writes all of its outputs; an extern or hybrid one may leave parts alone.
+            whole = ops.const(int(isinstance(op, ComputeOp)), "int32")
+            producer = AttrStmt(self.devices[id(op)], DEVICE_SCOPE, whole, producer)
         body = producer if consumer is None else seq(producer, consumer)
         for t in reversed(outputs):
             if isinstance(op, ComputeOp):
@@ -205,6 +211,12 @@ def _update(red: Reduce, outputs: list[Any], index: list[E.Var]) -> Stmt:
     return body
 
 
-def schedule_to_stmt(sch: Schedule) -> Stmt:
-    """The statement computing ``sch`` (normalized and bound-inferred here; ``sch`` itself is unchanged)."""
-    return _Lowering(sch).run()
+def schedule_to_stmt(sch: Schedule, devices: Any = None) -> Stmt:
+    """The statement computing ``sch`` (normalized and bound-inferred here; ``sch`` itself is unchanged).
+
+    With ``devices`` (``id(op) -> VirtualDevice``, from :func:`loom.driver.device_plan.plan_devices`)
+    each top-level stage's statement is wrapped in ``AttrStmt(device, "loom.device_scope", whole)``
+    (``whole`` is 1 when the stage writes all of its outputs), which
+    :func:`~loom.transform.split_devices.SplitDevices` turns into a function per stage.
+    """
+    return _Lowering(sch, devices).run()
