@@ -224,14 +224,18 @@ def _canonical(where: Any, cfg: CompilationConfig, stage: str) -> VirtualDevice:
             vd = vd.with_(target=target)
         elif vd.device_type == _CPU and all(t.device_type != _CPU for t in cfg.primitive_targets):
             vd = vd.with_(target=cfg.host_target)  # the host compiles CPU code when no primitive target does
-        if vd.virtual_device_id is None and vd.device_type is not None:
-            vd = vd.with_(virtual_device_id=0)
         return cfg.canonical_virtual_device(vd)
     except PlacementError:
         raise
     except TargetError as err:
         raise PlacementError(f"stage {stage} is placed on {where}, which this build cannot compile for: {err}") \
             from None
+
+
+def _same(a: VirtualDevice, b: VirtualDevice) -> bool:
+    """One device and one target (an open device id is device 0)."""
+    return (a.device_type, a.virtual_device_id or 0, a.target is None or target_key(a.target)) == \
+        (b.device_type, b.virtual_device_id or 0, b.target is None or target_key(b.target))
 
 
 def plan_devices(sch: Any, cfg: CompilationConfig) -> DevicePlan:
@@ -261,7 +265,7 @@ def plan_devices(sch: Any, cfg: CompilationConfig) -> DevicePlan:
         own = explicit(st)
         if st.attach_type == "scope":
             parent = resolve(st.attach_stage)
-            if own is not None and parent is not None and own is not parent:
+            if own is not None and parent is not None and not _same(own, parent):
                 raise PlacementError(f"stage {st.op.name} is placed on {describe_device(own)} but computed inside "
                                      f"stage {st.attach_stage.op.name}, which runs on {describe_device(parent)}; "
                                      "a stage attached with compute_at runs on its parent's device")
@@ -270,7 +274,7 @@ def plan_devices(sch: Any, cfg: CompilationConfig) -> DevicePlan:
             users = [(c, resolve(c)) for c in consumers.get(key, [])]
             if own is not None:
                 for c, dev in users:
-                    if dev is not None and dev is not own:
+                    if dev is not None and not _same(dev, own):
                         raise PlacementError(f"stage {st.op.name} is placed on {describe_device(own)} but inlined "
                                              f"into stage {c.op.name}, which runs on {describe_device(dev)}; an "
                                              "inlined stage runs where its consumers run")
@@ -287,7 +291,7 @@ def plan_devices(sch: Any, cfg: CompilationConfig) -> DevicePlan:
         if isinstance(st.op, PlaceholderOp):
             placements = [_canonical(w, cfg, st.op.name) for w in getattr(st, "placements", ())]
             for other in placements[1:]:
-                if other is not placements[0]:
+                if not _same(other, placements[0]):
                     raise PlacementError(f"placeholder {st.op.name} is placed on {describe_device(placements[0])} "
                                          f"and on {describe_device(other)}; the caller's array lives on one device")
             devices[id(st.op)] = placements[0] if placements else cfg.host_virtual_device
