@@ -2,7 +2,8 @@
 
 For every target: lower the input (unless it is already lowered, i.e. its
 functions carry ``attrs["loom.api"]``), mark each function with
-``attrs["target"]``, and run the build pipeline (:mod:`loom.driver.pipeline`):
+``attrs["target"]`` unless it has one, and run each function through the build
+pipeline of its own target (:mod:`loom.driver.pipeline`):
 for a device target split the kernels out (SplitHostDevice), put the host
 code's buffers on the device (PlanDeviceMemory) and insert barriers
 (ThreadSync); for a CPU target insert barriers when its backend runs blocks of
@@ -11,6 +12,11 @@ another (llvm, c); then lower the intrinsics (LowerIntrin) of every function for
 its own target.  Finally each target's functions go through its backend's
 stages (:func:`loom.backend.build_module`): the host module imports the others
 (``imported_modules``) and :func:`loom.runtime.linking.link` connects its calls to them.
+
+A schedule whose stages are placed on different devices is planned first
+(:mod:`loom.driver.device_plan`): it lowers to a host function plus a function
+per stage, each with its stage's target (SplitDevices), and the copies between
+devices in the host function.
 """
 
 from __future__ import annotations
@@ -84,8 +90,7 @@ def _by_target(mod: IRModule, default: Target) -> dict[Any, tuple[Target, dict[s
 
 
 def _resolve_targets(inputs: Any, target: Any, target_host: Any) -> tuple[CompilationConfig, list[tuple[Target, Any]]]:
-    if isinstance(target, CompilationConfig) or isinstance(target, (list, tuple, Mapping)) and not isinstance(
-            inputs, Mapping):
+    if not isinstance(inputs, Mapping) and isinstance(target, (CompilationConfig, list, tuple, Mapping)):
         # One target given in a collection (heterogeneous collections are planned, see build()).
         cfg = resolve_config(inputs, target, target_host)
         return cfg, [(cfg.primitive_targets[0], inputs)]
@@ -118,6 +123,10 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     :param args: the arguments when ``inputs`` is a Schedule (see :func:`loom.lower`).
     :param target: a target string or Target; None means ``Target.current()``, else
         the default host target (llvm, c or interp, whichever is installed first).
+        For a schedule whose stages run on different devices (``s[T].on_device``),
+        a list of targets, a dict ``{kind: target}`` or a
+        :class:`~loom.target.CompilationConfig`; the devices are planned as
+        docs/heterogeneous.md describes (:mod:`loom.driver.device_plan`).
     :param target_host: the host of a device target (default: chosen by
         :class:`~loom.target.CompilationConfig`).
     :param name: the function's name.

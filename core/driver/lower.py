@@ -225,6 +225,8 @@ class _RegionRewriter(Mutator):
             return self.generic_visit(s)
         region = self.func.with_(body=s.body, attrs={**self.func.attrs, "target": s.node.target})
         out = self.owner.inner.transform(IRModule({self.name: region}), self.ctx)[self.name]
+        if not isinstance(out, PrimFunc):
+            raise PluginError(f"pass {self.owner.info.name} replaced function {self.name} with a {type(out).__name__}")
         return s.with_(body=out.body)
 
 

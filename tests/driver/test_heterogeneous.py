@@ -203,3 +203,43 @@ def test_a_device_stage_whose_loops_are_not_bound_is_refused() -> None:
     s[B].on_device("ext_dev")
     with pytest.raises(loom.LoomError, match="host code stores to B.*bind the loops"):
         loom.build(s, [A, B], target=["llvm", "ext_dev"])
+
+
+def test_a_hybrid_stage_that_writes_part_of_its_output_keeps_the_rest(ext: object) -> None:
+    @loom.hybrid.script
+    def first_half(a):  # type: ignore[no-untyped-def]
+        out = output_tensor((N,), "float32")  # type: ignore[name-defined]  # noqa: F821
+        for t in bind("threadIdx.x", N // 2):  # type: ignore[name-defined]  # noqa: F821
+            out[t] = a[t] * 2.0
+        return out
+
+    A = loom.placeholder((N,), "float32", name="A")
+    H = first_half(A)
+    s = loom.create_schedule(H.op)
+    s[H].on_device("ext_dev")
+    f = loom.build(s, [A, H], target=["llvm", "ext_dev"])
+    a, h = np.arange(N, dtype="float32"), np.full(N, -7.0, "float32")
+    f(a, h)
+    np.testing.assert_array_equal(h, np.concatenate([a[:N // 2] * 2, np.full(N // 2, -7.0, "float32")]))
+    # Unlike a compute stage, a hybrid one may leave elements alone: its output's value goes to the device first.
+    assert counts(ext) == {"alloc": 2, "free": 2, "to_device": 2, "to_host": 1}
+
+
+def test_a_targets_plugin_passes_check_only_its_own_stages(ext: object) -> None:
+    """ext_dev's VerifyDeviceLimits (1024 threads per block) sees the ext_dev stage, not the CPU one."""
+    A = loom.placeholder((2048,), "float32", name="A")
+    B = loom.compute((2048,), lambda i: A[i] + 1.0, name="B")
+    C = loom.compute((2048,), lambda i: B[i] * 2.0, name="C")
+    s = loom.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], loom.thread_axis("threadIdx.x"))  # 2048 threads: fine on the CPU, which runs them serially
+    bind_root(s, B)
+    s[B].on_device("ext_dev")
+    f = loom.build(s, [A, C], target=["llvm", "ext_dev"])
+    a, c = np.arange(2048, dtype="float32"), np.zeros(2048, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, 2 * (a + 1))
+    s = loom.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], loom.thread_axis("threadIdx.x"))
+    s[C].on_device("ext_dev")
+    with pytest.raises(loom.LoomError, match="a block of 2048 threads .* exceeds the device's 1024"):
+        loom.build(s, [A, C], target=["llvm", "ext_dev"])
