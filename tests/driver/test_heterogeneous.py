@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import loom
 import loom.testing.ext_dev as ext_dev
@@ -243,3 +245,56 @@ def test_a_targets_plugin_passes_check_only_its_own_stages(ext: object) -> None:
     s[C].on_device("ext_dev")
     with pytest.raises(loom.LoomError, match="a block of 2048 threads .* exceeds the device's 1024"):
         loom.build(s, [A, C], target=["llvm", "ext_dev"])
+
+
+def _twice_plus(p: object, o: object) -> object:
+    return lambda i: p[i] * 2.0 + o[i]
+
+
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 10)), min_size=1, max_size=5))
+def test_random_placements_copy_exactly_what_a_reader_lacks(ext: object, stages: list[tuple[bool, int]]) -> None:
+    """Stage k computes T[k] = 2 T[k-1] + T[j] (j < k) on ext_dev or the CPU; the copies are those a tensor-level
+    simulation needs: a stage reading a value its device lacks, and the output when it ends away from home."""
+    A = loom.placeholder((N,), "float32", name="A")
+    tensors, values = [A], [np.arange(N, dtype="float32")]
+    for k, (_, pick) in enumerate(stages):
+        prev, other = tensors[-1], tensors[pick % len(tensors)]
+        tensors.append(loom.compute((N,), _twice_plus(prev, other), name=f"T{k}"))
+        values.append(values[-1] * 2 + values[pick % len(values)])
+    s = loom.create_schedule(tensors[-1].op)
+    valid: dict[int, set[str]] = {0: {"cpu"}}
+    want = {"to_device": 0, "to_host": 0}
+    for k, (on_dev, pick) in enumerate(stages, start=1):
+        where = "ext_dev" if on_dev else "cpu"
+        if on_dev:
+            bind_root(s, tensors[k])
+            s[tensors[k]].on_device("ext_dev")
+        for j in {k - 1, pick % k}:
+            if where not in valid[j]:
+                valid[j].add(where)
+                want["to_device" if on_dev else "to_host"] += 1
+        valid[k] = {where}
+    if "cpu" not in valid[len(stages)]:
+        want["to_host"] += 1
+    f = loom.build(s, [A, tensors[-1]], target=["llvm", "ext_dev"])
+    out = np.zeros(N, "float32")
+    ext.reset_counters()
+    f(values[0], out)
+    np.testing.assert_allclose(out, values[-1], rtol=1e-5)
+    assert {k: ext.counters[k] for k in want} == want
+    assert ext.counters["alloc"] == ext.counters["free"]
+
+
+@pytest.mark.parametrize("host", ["llvm", "c", "interp"])
+def test_a_failing_stage_frees_every_device_buffer(host: str, ext: object) -> None:
+    A = loom.placeholder((N,), "int32", name="A")
+    B = loom.compute((N,), lambda i: A[i] + 1, name="B")
+    C = loom.compute((N,), lambda i: 100 // (B[i] - 5), name="C")  # B[i] == 5 divides by zero
+    s = loom.create_schedule(C.op)
+    bind_root(s, B)
+    s[B].on_device("ext_dev")
+    f = loom.build(s, [A, C], target=[host, "ext_dev"])
+    with pytest.raises(loom.testing.DivisionByZero):
+        f(np.arange(N, dtype="int32"), np.zeros(N, "int32"))
+    assert ext.counters["alloc"] == ext.counters["free"] == 2
