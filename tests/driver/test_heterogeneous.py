@@ -147,6 +147,15 @@ def test_lower_prints_the_plan() -> None:
     assert "def f_B(B: handle, A: handle)" in text and "@loom.device_copy(" in text
 
 
+def test_the_lowered_module_builds_as_it_is() -> None:
+    s, A, B, C, D = chain()
+    f = loom.build(loom.lower(s, [A, D], name="f"))
+    assert (f.type_key, f.entry_name, [m.type_key for m in f.imported_modules]) == ("llvm", "f", ["ext_dev"])
+    a, d = np.arange(N, dtype="float32"), np.zeros(N, "float32")
+    f(a, d)
+    np.testing.assert_allclose(d, 2 * (a + 1))
+
+
 # -- impossible placements -------------------------------------------------------------------------
 
 
