@@ -11,7 +11,6 @@ import functools
 import re
 from typing import Any, Union
 
-import attrs
 import numpy as np
 
 from ..errors import LoomTypeError
@@ -37,13 +36,36 @@ _VALID_BITS = {
 _DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bfloat": 16, "bool": 1, "handle": 64}
 
 
-@attrs.frozen(repr=False)
-class DataType:
-    """A scalar or vector element type: a type code, a bit width and lanes."""
+class DataType(str):
+    """A scalar or vector element type: a type code, a bit width and lanes.
+
+    A DataType *is* its canonical text, as TVM's dtypes were strings: it equals
+    ``"float32"``, formats and hashes as that text, and numpy takes it
+    (``np.zeros(4, A.dtype)``).  ``code``, ``bits`` and ``lanes`` are its parts.
+
+    >>> t = DataType("float32")
+    >>> t == "float32", isinstance(t, str), np.dtype(t), DataType("float", 32, 4)
+    (True, True, dtype('float32'), DataType('float32x4'))
+    """
 
     code: str
     bits: int
-    lanes: int = 1
+    lanes: int
+
+    def __new__(cls, code: str, bits: int | None = None, lanes: int = 1) -> DataType:
+        if bits is None:  # DataType("float32x4"): the text
+            return _parse(code)
+        self = super().__new__(cls, _text(code, bits, lanes))
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "lanes", lanes)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DataType is immutable (cannot set {name})")
+
+    def __reduce__(self) -> Any:
+        return (_parse, (str(self),))
 
     @staticmethod
     def of(value: DTypeLike) -> DataType:
@@ -114,23 +136,29 @@ class DataType:
         return _to_numpy(self.element_of())
 
     def __str__(self) -> str:
-        return _text(self.code, self.bits, self.lanes)
+        return str.__str__(self)
 
     def __repr__(self) -> str:
         return f"DataType({str(self)!r})"
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
+        if isinstance(other, DataType):
+            return str.__eq__(self, other)
+        if isinstance(other, str):  # "float" is float32, "int" int32: compare parsed
+            if str.__eq__(self, other):
+                return True
             try:
-                other = _parse(other)
+                return str.__eq__(self, _parse(other))
             except LoomTypeError:
                 return False
-        if not isinstance(other, DataType):
-            return NotImplemented
-        return (self.code, self.bits, self.lanes) == (other.code, other.bits, other.lanes)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return hash((self.code, self.bits, self.lanes))
+        return str.__hash__(self)
 
 
 def _text(code: str, bits: int, lanes: int) -> str:

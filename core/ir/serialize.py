@@ -79,14 +79,14 @@ class _Writer:
     def value(self, v: Any, where: str) -> Any:
         if isinstance(v, Node):
             return {"$ref": self.index[id(v)]}  # children were added first
+        if isinstance(v, DataType):  # before str: a DataType is a str too
+            return {"$dtype": str(v)}
         if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, int):
             return int(v)
         if isinstance(v, float):
             return v if math.isfinite(v) else {"$float": repr(v)}
-        if isinstance(v, DataType):
-            return {"$dtype": str(v)}
         if isinstance(v, (tuple, list)):
             return [self.value(x, where) for x in v]
         if isinstance(v, dict):

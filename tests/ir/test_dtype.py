@@ -109,3 +109,31 @@ def test_equality_with_strings_and_hashing():
     assert DataType.of("int32") != "int64"
     assert DataType.of("int32") != "not a dtype"
     assert len({DataType.of("int32"), DataType("int", 32, 1), DataType.of("int")}) == 1
+
+
+# -- dtypes are strings (as TVM's were): item 4 of the classic-API issue ------------------------------
+
+
+def test_a_dtype_is_its_text() -> None:
+    import pickle
+
+    import loom
+
+    A = loom.placeholder((4, 5), "float32", name="A")
+    assert isinstance(A.dtype, str) and A.dtype == "float32" and "float32" == A.dtype
+    assert f"{A.dtype}" == "float32" and str(A.dtype) == "float32" and type(str(A.dtype)) is str
+    assert np.zeros(3, A.dtype).dtype == np.float32 and np.dtype(DataType.of("int8")) == np.int8
+    assert {"float32": 1}[A.dtype] == 1 and hash(A.dtype) == hash("float32")
+    assert DataType("float32x4") == DataType("float", 32, 4) == "float32x4"
+    assert DataType.of("float") == "float32" and DataType.of("float32") != "int32"
+    assert pickle.loads(pickle.dumps(DataType.of("int8x16"))).lanes == 16
+    with pytest.raises(AttributeError):
+        DataType.of("int32").bits = 8  # type: ignore[misc]
+
+
+def test_dtypes_round_trip_through_json_as_dtypes() -> None:
+    import loom
+
+    x = loom.var("x", "int64")
+    back = loom.load_json(loom.save_json(x))
+    assert type(back.dtype) is DataType and back.dtype == "int64"
