@@ -10,7 +10,7 @@ as dictionary keys (schedules map tensors to stages, binds map them to buffers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 import attrs
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..ir.producer import ProducerLoad
 
-__all__ = ["Operation", "PlaceholderOp", "ComputeOp", "ExternOp", "Tensor"]
+__all__ = ["Operation", "PlaceholderOp", "ComputeOp", "ExternOp", "Tensor", "TensorSlice"]
 
 
 def _as_expr(v: Any) -> Any:
@@ -228,15 +228,25 @@ class Tensor(Node, Generic[OpT]):
         return self.op.name if self.op.num_outputs == 1 else f"{self.op.name}.v{self.value_index}"
 
     def __getitem__(self, indices: Any) -> ProducerLoad:
-        """``T[i, j]``: a ProducerLoad of this tensor."""
+        """``T[i, j]``: a ProducerLoad of this tensor.
+
+        Fewer indices than dimensions give a :class:`TensorSlice` to index further,
+        as TVM's classic API allowed: ``T[i][j]`` is ``T[i, j]``.
+        """
         from ..ir.expr_ops import convert_expr
         from ..ir.producer import ProducerLoad
 
         if not isinstance(indices, tuple):
             indices = (indices,)
-        if len(indices) != self.ndim:
+        if len(indices) > self.ndim or not indices:
             raise LoomValueError(f"tensor {self.name} has {self.ndim} dimensions, indexed with {len(indices)}")
+        if len(indices) < self.ndim:  # typed as the load: the partial form is the classic spelling's
+            return cast("ProducerLoad", TensorSlice(self, tuple(indices)))
         return ProducerLoad(self, [convert_expr(i) for i in indices])
+
+    def __call__(self, *indices: Any) -> ProducerLoad:
+        """``T(i, j)``: the same as ``T[i, j]`` (TVM's classic call syntax)."""
+        return self[indices]
 
     if TYPE_CHECKING:  # elementwise operators with broadcasting, attached by te.tensor_ops
         def __add__(self, other: Tensor | E.ExprLike) -> Tensor: ...
@@ -252,6 +262,41 @@ class Tensor(Node, Generic[OpT]):
         def __mod__(self, other: Tensor | E.ExprLike) -> Tensor: ...
         def __rmod__(self, other: Tensor | E.ExprLike) -> Tensor: ...
         def __neg__(self) -> Tensor: ...
+
+
+class TensorSlice:
+    """``T[i]`` of a tensor with more dimensions: index it further (``T[i][j]``) to load an element.
+
+    >>> from loom.te.operation import placeholder
+    >>> A = placeholder((4, 5), name="A")
+    >>> A[1][2], A(1, 2), A[1].dtype
+    (A[1, 2], A[1, 2], DataType('float32'))
+    """
+
+    def __init__(self, tensor: Tensor, indices: tuple[Any, ...]) -> None:
+        self.tensor, self.indices = tensor, indices
+
+    def __getitem__(self, indices: Any) -> Any:
+        more = indices if isinstance(indices, tuple) else (indices,)
+        return self.tensor[self.indices + more]
+
+    @property
+    def dtype(self) -> Any:
+        return self.tensor.dtype
+
+    def as_expr(self) -> Any:
+        t = self.tensor
+        raise LoomValueError(f"{self!r} indexes {len(self.indices)} of the {t.ndim} dimensions of tensor {t.name}; "
+                             f"index the rest ({t.name}[i][j] or {t.name}[i, j]) to get an element")
+
+    def __repr__(self) -> str:
+        return f"{self.tensor.name}[{', '.join(map(str, self.indices))}]"
+
+    def _incomplete(self, *_: Any) -> Any:
+        return self.as_expr()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _incomplete
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __neg__ = _incomplete
 
 
 def _tensor_text(p: Any, t: Tensor) -> str:
