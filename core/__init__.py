@@ -23,6 +23,7 @@ from .ir.intrin import (
     abs, call_extern, ceil, cos, erf, exp, exp2, fabs, floor, if_then_else, isnan, likely, log, log2,
     log10, popcount, power, reinterpret, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
 )
+from .ir.bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
@@ -43,6 +44,7 @@ __all__ = [
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "power",
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
     "reinterpret", "likely", "call_extern",
+    "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",
     "create_schedule", "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",

@@ -107,6 +107,25 @@ def _unary(template: Callable[[CStyleRenderer, DataType, str], str]) -> Template
     return lambda r, n: r.elementwise(n.dtype, [n.args[0]], lambda a: template(r, n.dtype.element_of(), a), dup=True)
 
 
+def _bitwise(name: str) -> Template:
+    """Shifts modulo the width (left shifts of unsigned bits: no signed overflow) and bit operations."""
+
+    def render(r: CStyleRenderer, n: E.Call) -> str:
+        t = n.dtype.element_of()
+        ct, ut = r.type_name(t), f"uint{t.bits}_t"
+        table: dict[str, Callable[..., str]] = {
+            "tir.shift_left": lambda a, b: f"(({ct})(({ut})({a}) << (({b}) & {t.bits - 1})))",
+            "tir.shift_right": lambda a, b: f"(({ct})(({a}) >> (({b}) & {t.bits - 1})))",
+            "tir.bitwise_and": lambda a, b: f"(({ct})(({a}) & ({b})))",
+            "tir.bitwise_or": lambda a, b: f"(({ct})(({a}) | ({b})))",
+            "tir.bitwise_xor": lambda a, b: f"(({ct})(({a}) ^ ({b})))",
+            "tir.bitwise_not": lambda a: f"(({ct})~({a}))",
+        }
+        return r.elementwise(n.dtype, list(n.args), table[name])
+
+    return render
+
+
 def _popcount(r: CStyleRenderer, t: DataType, a: str) -> str:
     fn = "__builtin_popcountll" if t.bits == 64 else "__builtin_popcount"
     return f"(({r.type_name(t)}){fn}((uint{t.bits}_t){a}))"
@@ -180,6 +199,8 @@ BASE_CODE_FOR_OP: dict[Any, Template] = {
     "tir.call_extern": _extern,
     "tir.call_pure_extern": _extern,
     "tir.tvm_storage_sync": lambda r, n: r.barrier or "0",
+    **{name: _bitwise(name) for name in ("tir.shift_left", "tir.shift_right", "tir.bitwise_and", "tir.bitwise_or",
+                                         "tir.bitwise_xor", "tir.bitwise_not")},
 }
 
 #: The C library's math functions, which ``math.h`` (in :data:`PREAMBLE`) declares.

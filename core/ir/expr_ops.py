@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import IRError, LoomTypeError
 from .dtype import DataType
 from . import expr as E
+from . import bitwise as _bitwise
 
 __all__ = [
     "const", "convert_expr", "var", "size_var", "select", "floordiv", "floormod", "truncdiv",
@@ -425,11 +426,17 @@ def _attach() -> None:
         "__ge__": lambda s, o: ge(s, o),
         "__eq__": lambda s, o: eq(s, o) if _operand(o) else NotImplemented,
         "__ne__": lambda s, o: ne(s, o) if _operand(o) else NotImplemented,
-        "__and__": lambda s, o: logical_and(s, o),
-        "__rand__": lambda s, o: logical_and(o, s),
-        "__or__": lambda s, o: logical_or(s, o),
-        "__ror__": lambda s, o: logical_or(o, s),
-        "__invert__": lambda s: logical_not(s),
+        "__and__": lambda s, o: _bitwise.and_(s, o),
+        "__rand__": lambda s, o: _bitwise.and_(o, s),
+        "__or__": lambda s, o: _bitwise.or_(s, o),
+        "__ror__": lambda s, o: _bitwise.or_(o, s),
+        "__invert__": lambda s: _bitwise.invert(s),
+        "__xor__": lambda s, o: _bitwise.bitwise_xor(s, o),
+        "__rxor__": lambda s, o: _bitwise.bitwise_xor(o, s),
+        "__lshift__": lambda s, o: _bitwise.shift_left(s, o),
+        "__rlshift__": lambda s, o: _bitwise.shift_left(o, s),
+        "__rshift__": lambda s, o: _bitwise.shift_right(s, o),
+        "__rrshift__": lambda s, o: _bitwise.shift_right(o, s),
         "astype": lambda s, dtype: cast(s, dtype),
         "equal": lambda s, o: eq(s, o),
     }

@@ -238,7 +238,7 @@ class Tensor(Node, Generic[OpT]):
 
         if not isinstance(indices, tuple):
             indices = (indices,)
-        if len(indices) > self.ndim or not indices:
+        if len(indices) > self.ndim or (not indices and self.ndim):
             raise LoomValueError(f"tensor {self.name} has {self.ndim} dimensions, indexed with {len(indices)}")
         if len(indices) < self.ndim:  # typed as the load: the partial form is the classic spelling's
             return cast("ProducerLoad", TensorSlice(self, tuple(indices)))

@@ -158,7 +158,7 @@ def test_compute_rejects_non_callable_and_bad_index_count():
     with pytest.raises(LoomTypeError, match="callable"):
         compute((2,), 3.0, name="C")
     A = placeholder((2, 2), name="A")
-    with pytest.raises(LoomValueError, match="A has 2 dimensions"):
+    with pytest.raises(LoomValueError, match="indexes 1 of the 2 dimensions of tensor A"):
         compute((2,), lambda i: A[i])
 
 

@@ -127,7 +127,26 @@ def _storage_sync(em: ExprEmitter, call: E.Call) -> ir.Value:
     return ir.Constant(em.llvm_type(call.dtype), 0)
 
 
+def _bitwise(em: ExprEmitter, call: E.Call) -> ir.Value:
+    """Shifts modulo the bit width (as the interpreter's), and the bit operations (see loom.ir.bitwise)."""
+    b, name, t = em.builder, call.op.name, call.dtype
+    xs = [em.expr(a) for a in call.args]
+    if name == "tir.bitwise_not":
+        return b.not_(xs[0])
+    x, y = xs
+    if name in ("tir.shift_left", "tir.shift_right"):
+        width = t.bits - 1
+        mask = ir.Constant(y.type, [width] * t.lanes if isinstance(y.type, ir.VectorType) else width)
+        y = b.and_(y, mask)
+        if name == "tir.shift_left":
+            return b.shl(x, y)
+        return b.lshr(x, y) if t.is_uint else b.ashr(x, y)
+    return {"tir.bitwise_and": b.and_, "tir.bitwise_or": b.or_, "tir.bitwise_xor": b.xor}[name](x, y)
+
+
 INTRINSIC_EMITTERS: dict[str, Emitter] = {
+    **dict.fromkeys(("tir.shift_left", "tir.shift_right", "tir.bitwise_and", "tir.bitwise_or", "tir.bitwise_xor",
+                     "tir.bitwise_not"), _bitwise),
     "tir.call_llvm_pure_intrin": _llvm_intrinsic,
     "tir.call_extern": _call_extern, "tir.call_pure_extern": _call_extern,
     "tir.abs": _abs, "tir.popcount": _popcount, "tir.isnan": _isnan, "tir.likely": _likely,

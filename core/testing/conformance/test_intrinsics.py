@@ -3,7 +3,7 @@
 Each op runs on values that include zeros of both signs, halfway cases of
 rounding, negatives, large and tiny magnitudes, subnormals, infinities and NaN,
 for float32 and float64 (and the integer types where the op applies: abs,
-popcount), in a plain loop and, on CPU kinds, in a vectorized one (with a tail).
+popcount, the shifts and bitwise operators), in a plain loop and, on CPU kinds, in a vectorized one (with a tail).
 
 Tolerance: a float result is within 4 units in the last place (ULP) of the
 interpreter's (libm and vector math libraries differ from numpy by 1 or 2);
@@ -43,9 +43,31 @@ def _int_values(dtype: str) -> np.ndarray:
     return np.concatenate([np.array(edge, dtype), rng.integers(info.min, info.max, 21, dtype=dtype, endpoint=True)])
 
 
+BITWISE = ["shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
 def _cases() -> list[tuple[str, str]]:
     cases = [(op, dt) for op in UNARY_FLOAT + ["abs", "isnan", "power", "if_then_else"] for dt in FLOATS]
-    return cases + [(op, dt) for op in ("abs", "popcount") for dt in INTS]
+    return cases + [(op, dt) for op in ("abs", "popcount", "bitwise_not", *BITWISE) for dt in INTS]
+
+
+def _shift_amounts(dtype: str, n: int) -> np.ndarray:
+    """Shift amounts from 0 past twice the width (and negative ones for signed types): taken modulo the width."""
+    width = np.dtype(dtype).itemsize * 8
+    lo = -width if np.dtype(dtype).kind == "i" else 0
+    return np.resize(np.arange(lo, 2 * width + 1), n).astype(dtype)
+
+
+def _python_bitwise(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The documented semantics in plain Python integers (an oracle for the oracle)."""
+    width = x.dtype.itemsize * 8
+    out = []
+    for a, b in zip(x.tolist(), y.tolist()):
+        k = b % width
+        v = {"shift_left": a << k, "shift_right": a >> k, "bitwise_and": a & b, "bitwise_or": a | b,
+             "bitwise_xor": a ^ b}[op]
+        out.append(v & ((1 << width) - 1))
+    return np.array(out, dtype=f"uint{width}").view(x.dtype)
 
 
 def _program(op: str, dtype: str, n: int) -> tuple[list[Any], Any]:
@@ -56,6 +78,10 @@ def _program(op: str, dtype: str, n: int) -> tuple[list[Any], Any]:
         return [X, Y], loom.compute((n,), lambda i: loom.power(X[i], Y[i]), name="out")
     if op == "isnan":
         return [X], loom.compute((n,), lambda i: loom.cast(loom.isnan(X[i]), "int8"), name="out")
+    if op in BITWISE:
+        Y = loom.placeholder((n,), dtype, name="Y")
+        binary: Callable[[Any, Any], Any] = getattr(loom, op)
+        return [X, Y], loom.compute((n,), lambda i: binary(X[i], Y[i]), name="out")
     if op == "if_then_else":  # the untaken side reads past the end: it must not be evaluated
         return [X], loom.compute(
             (n,), lambda i: loom.if_then_else(i < n - 1, X[i + 1] - X[i], X[i + 1 - n] * 2.0), name="out")
@@ -66,6 +92,9 @@ def _program(op: str, dtype: str, n: int) -> tuple[list[Any], Any]:
 def _inputs(op: str, dtype: str) -> list[np.ndarray]:
     if op == "power":
         return [np.array(_BASES, dtype), np.array(_EXPONENTS, dtype)]
+    if op in BITWISE:
+        x = _int_values(dtype)
+        return [x, _shift_amounts(dtype, len(x)) if op.startswith("shift") else x[::-1].copy()]
     if dtype in INTS:
         return [_int_values(dtype)]
     return [np.array(_SPECIAL, dtype)]
@@ -114,4 +143,6 @@ def test_intrinsic(kind_under_test: KindUnderTest, op: str, dtype: str, vectoriz
         got = kind.run(_build(kind, op, dtype, vectorize, n), *values, np.zeros(n, out_dtype))[-1]
     if op == "isnan":
         np.testing.assert_array_equal(want, np.isnan(values[0]).astype("int8"))  # the oracle itself
+    if op in BITWISE:
+        np.testing.assert_array_equal(want, _python_bitwise(op, *values))
     assert_close_ulp(got, want)
