@@ -11,6 +11,7 @@ __all__ = [
     "LoomError",
     "LoomTypeError",
     "LoomValueError",
+    "ExprTruthError",
     "IRError",
     "VerifyError",
     "SerializationError",
@@ -29,6 +30,11 @@ class LoomTypeError(LoomError, TypeError):
 
 class LoomValueError(LoomError, ValueError):
     """A value of the right kind but an invalid content was given."""
+
+
+class ExprTruthError(LoomTypeError, ValueError):
+    """An IR expression was used as a Python bool (``if x > 1:``): a TypeError, and a ValueError
+    as in TVM, whose tests expect that."""
 
 
 class IRError(LoomValueError):

@@ -247,7 +247,7 @@ def plan_devices(sch: Any, cfg: CompilationConfig) -> DevicePlan:
     default = _canonical(cfg.default_primitive_virtual_device, cfg, "(default)")
     consumers: dict[int, list[Any]] = {}
     for st in sch.stages:
-        for t in getattr(st.op, "input_tensors", lambda: [])():
+        for t in getattr(st.op, "input_tensors", []):
             consumers.setdefault(id(t.op), []).append(st)
 
     def explicit(st: Any) -> VirtualDevice | None:

@@ -166,9 +166,16 @@ def _text(code: str, bits: int, lanes: int) -> str:
     return base if lanes == 1 else f"{base}x{lanes}"
 
 
+#: Other spellings of dtypes: TVM wrote bool as ``uint1``.
+_ALIASES = {"uint1": "bool"}
+
+
 @functools.lru_cache(maxsize=512)
 def _parse(text: str) -> DataType:
-    m = _PATTERN.match(text.strip())
+    text = text.strip()
+    base, sep, lanes_text = text.partition("x")
+    text = _ALIASES[base] + sep + lanes_text if base in _ALIASES else text
+    m = _PATTERN.match(text)
     if not m:
         raise LoomTypeError(f"unknown dtype {text!r}; expected e.g. float32, int8x16, bool, handle")
     code, bits_s, lanes_s = m.groups()

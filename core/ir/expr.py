@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Union
 import attrs
 import numpy as np
 
-from ..errors import IRError, LoomTypeError
+from ..errors import ExprTruthError, IRError
 from .dtype import DataType, DTypeLike
 from .node import Converted, Node, TupleOf, abstract_node, child, children, register_object
 from .node import value as val
@@ -91,7 +91,7 @@ class PrimExpr(ArithOperators, Node):
     __hash__ = Node.__hash__  # identity; ``__eq__`` below builds an EQ node
 
     def __bool__(self) -> bool:
-        raise LoomTypeError(
+        raise ExprTruthError(
             f"cannot use the IR expression {self} as a Python bool; "
             "use loom.all/loom.any or loom.select, or compare with structural_equal"
         )

@@ -34,12 +34,18 @@ _INT32 = DataType.of("int32")
 def const(value: Any, dtype: Any = None) -> E.PrimExpr:
     """A constant expression; the dtype is inferred from ``value`` when omitted.
 
-    >>> str(const(3).dtype), str(const(2.5).dtype), str(const(1 << 40).dtype)
-    ('int32', 'float32', 'int64')
+    A numpy scalar keeps its dtype; a bool constant of a number is its truth.
+
+    >>> str(const(3).dtype), str(const(2.5).dtype), str(const(1 << 40).dtype), str(const(np.uint8(1)).dtype)
+    ('int32', 'float32', 'int64', 'uint8')
+    >>> const(2, "bool")
+    True
     """
     if dtype is None:
         if isinstance(value, (bool, np.bool_)):
             dtype = "bool"
+        elif isinstance(value, (np.integer, np.floating)):
+            dtype = value.dtype.name
         elif isinstance(value, (int, np.integer)):
             dtype = "int32" if -(2**31) <= int(value) < 2**31 else "int64"
         elif isinstance(value, (float, np.floating)):
@@ -51,7 +57,9 @@ def const(value: Any, dtype: Any = None) -> E.PrimExpr:
         return E.Broadcast(const(value, t.element_of()), t.lanes)
     if t.is_float:
         return E.FloatImm(t, float(value))
-    if t.is_integer or t.is_bool:
+    if t.is_bool:
+        return E.IntImm(t, int(bool(value)))
+    if t.is_integer:
         if isinstance(value, (float, np.floating)) and not float(value).is_integer():
             raise LoomTypeError(f"cannot make a {t} constant of the non-integer {value}")
         return E.IntImm(t, int(value))
@@ -123,9 +131,10 @@ def _round_float(v: Any, t: DataType) -> float:
 
 
 def _rank(t: DataType) -> tuple[int, int, int]:
-    # Integers promote by width, and at equal width unsigned wins (C's rule), so
-    # uint32 + int8 is uint32, never a truncating int8.  Any float beats any integer.
-    kind, tie = {"bool": (0, 0), "int": (1, 0), "uint": (1, 1), "bfloat": (2, 0), "float": (2, 1)}.get(t.code, (-1, 0))
+    # Integers promote by width, so uint32 + int8 is uint32, never a truncating int8; at equal
+    # width signed wins, as in TVM (int32 + uint32 is int32; C would pick uint32).  Any float
+    # beats any integer.
+    kind, tie = {"bool": (0, 0), "int": (1, 1), "uint": (1, 0), "bfloat": (2, 0), "float": (2, 1)}.get(t.code, (-1, 0))
     return kind, t.bits, tie
 
 

@@ -198,7 +198,7 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
             dom_map[iv.var] = IntervalSet.from_range(r)
         an.bind(iv.var, r, allow_override=True)
     if not isinstance(consumer.op, ComputeOp):  # extern and hybrid operations read their inputs whole
-        for t in consumer.op.input_tensors():
+        for t in consumer.op.input_tensors:
             if t in targets:
                 for dims, extent in zip(targets[t], t.shape):
                     dims.append(IntervalSet(ops.const(0, extent.dtype), extent - 1))

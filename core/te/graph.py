@@ -73,7 +73,7 @@ def read_graph(sch: Any, bodies: dict[Any, tuple[E.PrimExpr, ...]]) -> dict[Any,
                     found.setdefault(id(load.producer), load.producer)
             reads[stage] = list(found.values())
         else:
-            reads[stage] = stage.op.input_tensors()
+            reads[stage] = stage.op.input_tensors
     return reads
 
 

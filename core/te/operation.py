@@ -375,7 +375,7 @@ class HybridOp(Operation):
     >>> A, out, i = placeholder((4,), name="A"), placeholder((4,), name="B"), loom.var("i")
     >>> body = For(i, 0, 4, "serial", ProducerStore(out, A[i] + 1.0, [i]))
     >>> op = HybridOp("inc", [A], [out], [IterVar(Range.from_min_extent(0, 4), i)], body)
-    >>> op.output(0).name, [int(x) for x in op.output(0).shape], op.input_tensors() == [A]
+    >>> op.output(0).name, [int(x) for x in op.output(0).shape], op.input_tensors == [A]
     ('inc', [4], True)
     """
 
@@ -408,6 +408,7 @@ class HybridOp(Operation):
     def output_dtype(self, index: int) -> DataType:
         return self.outputs[index].dtype
 
+    @property
     def input_tensors(self) -> list[Tensor]:
         seen: dict[int, Tensor] = {}
         for t in self.inputs:

@@ -179,7 +179,7 @@ def _post_dfs(outputs: Sequence[Operation]) -> list[Operation]:
             continue
         seen.add(id(op))
         stack.append((op, True))
-        stack.extend((t.op, False) for t in reversed(op.input_tensors()) if id(t.op) not in seen)
+        stack.extend((t.op, False) for t in reversed(op.input_tensors) if id(t.op) not in seen)
     return order
 
 

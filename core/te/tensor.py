@@ -70,6 +70,7 @@ class Operation(Node):
     def output_dtype(self, index: int) -> DataType:
         raise NotImplementedError
 
+    @property
     def input_tensors(self) -> list[Tensor]:
         """Tensors this operation reads, in first-use order, without repeats."""
         return []
@@ -136,6 +137,7 @@ class ComputeOp(Operation):
     def output_dtype(self, index: int) -> DataType:
         return self.body[index].dtype
 
+    @property
     def input_tensors(self) -> list[Tensor]:
         from ..ir.functor import collect
         from ..ir.producer import ProducerLoad
@@ -175,6 +177,7 @@ class ExternOp(Operation):
     def output_dtype(self, index: int) -> DataType:
         return self.output_placeholders[index].dtype
 
+    @property
     def input_tensors(self) -> list[Tensor]:
         seen: dict[int, Tensor] = {}
         for t in self.inputs:

@@ -24,7 +24,7 @@ def test_tensor_arguments_make_an_operation_with_one_axis_per_loop():
     c = K.outer_product(a, b)
     assert isinstance(c.op, HybridOp) and c.op.name == "outer_product"
     assert c.shape == (100, 99) or [int(x) for x in c.shape] == [100, 99]
-    assert [t.name for t in c.op.inputs] == ["a", "b"] and c.op.input_tensors() == [a, b]
+    assert [t.name for t in c.op.inputs] == ["a", "b"] and c.op.input_tensors == [a, b]
     i, j = c.op.axis
     assert (i.var.name, int(i.dom.extent), j.var.name, int(j.dom.extent)) == ("i", 100, "j", 99)
     assert str(c.op) == (

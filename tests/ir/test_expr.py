@@ -140,7 +140,8 @@ def test_float_identities_are_not_folded():
     ("int32", "int64", "int64"),
     ("int8", "int16", "int16"),
     ("uint32", "int8", "uint32"),
-    ("int32", "uint32", "uint32"),
+    ("int32", "uint32", "int32"),  # signed wins at equal width, as in TVM (C would say uint32)
+    ("uint64", "int64", "int64"),
     ("uint64", "int32", "uint64"),
     ("int64", "float16", "float16"),
     ("float16", "float32", "float32"),
@@ -233,7 +234,7 @@ def test_eq_and_ne_as_bool_mean_identity():
 
 def test_const_infers_dtype():
     assert [str(c(v).dtype) for v in (3, 2.5, 1 << 40, True, np.int8(3), np.float64(1))] == \
-        ["int32", "float32", "int64", "bool", "int32", "float32"]
+        ["int32", "float32", "int64", "bool", "int8", "float64"]  # numpy scalars keep their dtype, as in TVM
     assert c(3, "float16").dtype == "float16"
     v = c(2, "int32x4")
     assert type(v) is E.Broadcast and v.dtype == "int32x4"
@@ -448,3 +449,13 @@ def test_derived_dtypes():
     assert E.Let(x, c(1, "int64"), c(2.0)).dtype == "float32"
     A = loom.decl_buffer((16,), "float16")
     assert A.vload([0], "float16x4").dtype == "float16x4"
+
+
+def test_constants_take_tvm_dtypes() -> None:
+    """Issue 15, item 8: numpy scalars keep their dtype, a bool constant is a truth value, uint1 is bool."""
+    assert loom.const(np.uint8(1)).dtype == "uint8" and loom.const(np.float64(0.5)).dtype == "float64"
+    assert loom.const(np.int64(3)).dtype == "int64" and loom.const(np.bool_(True)).dtype == "bool"
+    assert loom.const(2, "bool").value == 1 and loom.const(0.0, "bool").value == 0
+    assert loom.DataType.of("uint1") == "bool" and loom.DataType.of("uint1x4") == "boolx4"
+    x = loom.var("x", "uint1")
+    assert x.dtype == "bool"

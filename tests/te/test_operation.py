@@ -263,7 +263,7 @@ def test_extern_default_buffers_and_expression_body():
     B = extern((n,), [A], body, name="B", tag="ext", attrs={"x": 2})
     op = B.op
     assert isinstance(op, ExternOp) and op.name == "B" and op.tag == "ext" and op.attrs == {"x": 2}
-    assert op.inputs == (A,) and op.input_tensors() == [A]
+    assert op.inputs == (A,) and op.input_tensors == [A]
     assert isinstance(op.body, Evaluate)
     (ib,), (ob,) = op.input_placeholders, op.output_placeholders
     assert list(seen["ins"]) == [ib] and list(seen["outs"]) == [ob]

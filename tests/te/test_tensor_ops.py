@@ -67,7 +67,7 @@ def test_operator_names_and_broadcast_loads(build, name):
     assert isinstance(C, Tensor) and isinstance(C.op, ComputeOp)
     assert C.op.name == name and C.op.tag == "broadcast" and _ints(C.shape) == [4, 3]
     assert [iv.var.name for iv in C.op.axis] == ["i0", "i1"] and str(C.dtype) == dtype
-    assert C.op.input_tensors()[:2] == [A, B]
+    assert C.op.input_tensors[:2] == [A, B]
     loads = [C.op.body[0].a, C.op.body[0].b]
     assert str(loads[0]) == "A[i0, 0]" and str(loads[1]) == "B[i1]"
 
