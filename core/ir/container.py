@@ -29,6 +29,17 @@ class Array(Node, Sequence):
     def __getitem__(self, i: Any) -> Any:
         return self.items[i]
 
+    def __contains__(self, item: object) -> bool:
+        """Membership; a Python string matches a StringImm of the same text (``"a" in convert(["a"])``)."""
+        from .expr import StringImm
+
+        for x in self:
+            if x is item or (isinstance(x, StringImm) and isinstance(item, str) and x.value == item):
+                return True
+            if not isinstance(item, str) and type(x) is type(item) and x == item:
+                return True
+        return False
+
     def __len__(self) -> int:
         return len(self.items)
 

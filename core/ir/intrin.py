@@ -83,11 +83,19 @@ def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
     return E.Call(DataType.of(dtype), op, [convert_expr(a) if not isinstance(a, str) else E.StringImm(a) for a in args])
 
 
+#: Float intrinsics whose result is exact (the same bits from numpy, libm and vector code): constants fold.
+_EXACT = frozenset({"floor", "ceil", "round", "trunc", "fabs"})
+
+
 def _float_call(name: str):
     def build(x: Any) -> E.PrimExpr:
         x = convert_expr(x)
         if not x.dtype.is_float:
             raise LoomTypeError(f"loom.{name} needs a float argument, got {x.dtype}; cast it first")
+        if name in _EXACT and isinstance(x, E.FloatImm):  # exact on every backend: fold (ceil(3.55) is 4.0)
+            impl = Op.get(f"tir.{name}").info.numpy_impl
+            if impl is not None:
+                return E.FloatImm(x.dtype, float(impl(np.array(x.value, x.dtype.numpy()))))
         return E.Call(x.dtype, Op.get(f"tir.{name}"), [x])
 
     build.__name__ = name

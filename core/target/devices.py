@@ -137,6 +137,21 @@ class Device:
         """The short name of the device type (``"cuda"``)."""
         return device_type_name(self.device_type)
 
+    @property
+    def exist(self) -> bool:
+        """Whether the device is there: a plugin serves its memory and says it exists (TVM's ``dev.exist``).
+
+        >>> cpu(0).exist, device("vulkan", 0).exist
+        (True, False)
+        """
+        from ..errors import LoomError
+        from ..runtime.device_api import get_device_api  # lazy: the runtime imports the targets
+
+        try:
+            return bool(get_device_api(self.device_type).exists(self))
+        except LoomError:
+            return False
+
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self.device_type, self.device_id)
 

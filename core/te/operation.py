@@ -51,11 +51,13 @@ def normalize_shape(shape: Any, what: str) -> tuple[E.PrimExpr, ...]:
     Python ints take the index dtype of the symbolic entries (int64 if any is int64),
     so a shape never mixes index widths.  ``what`` names the caller in errors.
     """
-    if isinstance(shape, (int, np.integer, E.PrimExpr)) or hasattr(shape, "as_expr"):
+    if isinstance(shape, (int, float, np.integer, np.floating, E.PrimExpr)) or hasattr(shape, "as_expr"):
         shape = (shape,)
     if not isinstance(shape, (list, tuple)):
         raise LoomTypeError(f"{what}: shape must be a tuple of ints or expressions, got {type(shape).__name__}")
-    shape = [int(s) if isinstance(s, np.integer) else s for s in shape]
+    # An integral float (4.0) is the int, as TVM 0.6 took it; 4.5 stays an error below.
+    shape = [int(s) if isinstance(s, np.integer) or isinstance(s, (float, np.floating)) and float(s).is_integer()
+             else s for s in shape]
     exprs = []
     for k, s in enumerate(shape):
         if isinstance(s, bool) or not isinstance(s, (int, E.PrimExpr)) and not hasattr(s, "as_expr"):

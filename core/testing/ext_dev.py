@@ -83,6 +83,9 @@ class ExtDevAPI(DeviceAPI):
         with self._lock:
             self.counters.clear()
 
+    def exists(self, device: Device) -> bool:
+        return device.device_type == DEVICE_TYPE and device.device_id == 0
+
     def _check(self, device: Device) -> None:
         if device.device_type != DEVICE_TYPE or device.device_id != 0:
             raise LoomValueError(f"ext_dev has one device, ext_dev(0); got {device}")
