@@ -24,7 +24,7 @@ def test_strings_are_members_of_converted_lists() -> None:
     names = loom.convert(["a", "b"])
     assert "a" in names and "b" in names and "c" not in names
     x = loom.var("x")
-    assert x in loom.convert([x, 1]) and loom.var("x") not in loom.convert([x])
+    assert x in loom.convert([x, 1]) and 1 in loom.convert([x, 1]) and loom.var("x") not in loom.convert([x])
 
 
 def test_exact_math_intrinsics_fold_on_constants() -> None:

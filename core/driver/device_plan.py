@@ -36,12 +36,13 @@ from typing import Any
 
 import attrs
 
-from ..errors import LoomError, TargetError
+from ..errors import LoomValueError, TargetError
 from ..target import CompilationConfig, Device, Target, VirtualDevice, device_type_name, list_kinds
 from ..target.compilation_config import _default_host
 from ..target.devices import _ALIASES
 from ..target.kind import find_kind
 from ..target.target import target_key
+from ..transform.split_devices import describe_device
 from ..transform.pass_base import PassContext
 
 __all__ = ["DevicePlan", "PlacementError", "plan_devices", "resolve_config", "is_heterogeneous", "describe_device"]
@@ -49,15 +50,8 @@ __all__ = ["DevicePlan", "PlacementError", "plan_devices", "resolve_config", "is
 _CPU = 1
 
 
-class PlacementError(LoomError, ValueError):
+class PlacementError(LoomValueError):
     """An impossible placement: it names the stage and the devices involved."""
-
-
-def describe_device(vd: VirtualDevice) -> str:
-    """``ext_dev(0) [ext_dev]``: the device and the target compiling for it."""
-    where = f"{device_type_name(vd.device_type)}({vd.virtual_device_id or 0})" if vd.device_type is not None \
-        else "an unconstrained device"
-    return f"{where} [{vd.target.without_host()}]" if vd.target is not None else where
 
 
 def _placed(sch: Any) -> list[Any]:
@@ -100,6 +94,19 @@ def _device_type_of(where: Any) -> int | None:
     return None
 
 
+def _placements(st: Any) -> list[Any]:
+    return list(getattr(st, "placements", [st.device]))
+
+
+def _placement_target(where: Any) -> Target | None:
+    """The target a placement names, or the installed kind of a bare non-CPU device (None for the CPU)."""
+    t = _target_of(where)
+    if t is not None:
+        return t
+    dt = _device_type_of(where)
+    return None if dt is None or dt == _CPU else _kind_for_device(dt)
+
+
 def _kind_for_device(device_type: int) -> Target:
     """The installed target kind that compiles for ``device_type`` (named after the device first)."""
     kinds = [k for k in (find_kind(n) for n in list_kinds()) if k is not None and k.device_type == device_type]
@@ -139,24 +146,13 @@ def resolve_config(sch: Any, target: Any, target_host: Any) -> CompilationConfig
             raise TargetError("build(): a CompilationConfig carries its host target; do not give target_host too")
         return target
     if target is None:
-        placed = [t for st in _placed(sch) for t in map(_target_of, getattr(st, "placements", [st.device]))
+        placed = [t for t in map(_placement_target, (w for st in _placed(sch) for w in _placements(st)))
                   if t is not None]
-        cpu = next((t for t in placed if t.device_type == _CPU), None)
-        raw: list[Any] = [Target.current() or cpu or _default_host()]
-        kinds = {raw[0].kind_name}
-        types = {raw[0].device_type}
-        for st in _placed(sch):
-            for where in getattr(st, "placements", [st.device]):
-                t = _target_of(where)
-                if t is None:
-                    dt = _device_type_of(where)
-                    if dt is None or dt in types or dt == _CPU:
-                        continue
-                    t = _kind_for_device(dt)
-                if t.kind_name not in kinds and t.device_type not in types:
-                    raw.append(t)
-                    kinds.add(t.kind_name)
-                    types.add(t.device_type)
+        raw: list[Any] = [Target.current() or next((t for t in placed if t.device_type == _CPU), None)
+                          or _default_host()]
+        for t in placed:  # one target per device type: the first placement's
+            if all(t.device_type != r.device_type for r in raw):
+                raw.append(t)
     else:
         raw = [t if isinstance(t, Target) else Target(t) for t in _raw_targets(target)]
     if target_host is not None:
@@ -289,7 +285,7 @@ def plan_devices(sch: Any, cfg: CompilationConfig) -> DevicePlan:
 
     for st in sch.stages:
         if isinstance(st.op, PlaceholderOp):
-            placements = [_canonical(w, cfg, st.op.name) for w in getattr(st, "placements", ())]
+            placements = [_canonical(w, cfg, st.op.name) for w in getattr(st, "placements", ())]  # none: the host
             for other in placements[1:]:
                 if not _same(other, placements[0]):
                     raise PlacementError(f"placeholder {st.op.name} is placed on {describe_device(placements[0])} "

@@ -32,13 +32,15 @@ class Array(Node, Sequence):
     def __contains__(self, item: object) -> bool:
         """Membership; a Python string matches a StringImm of the same text (``"a" in convert(["a"])``)."""
         from .expr import StringImm
+        from .structural import structural_equal
 
-        for x in self:
-            if x is item or (isinstance(x, StringImm) and isinstance(item, str) and x.value == item):
-                return True
-            if not isinstance(item, str) and type(x) is type(item) and x == item:
-                return True
-        return False
+        if isinstance(item, str):
+            return any(isinstance(x, StringImm) and x.value == item for x in self)
+        if isinstance(item, (int, float)):  # as convert() stores it
+            from .expr_ops import convert_expr
+
+            item = convert_expr(item)
+        return any(x is item or structural_equal(x, item) for x in self)
 
     def __len__(self) -> int:
         return len(self.items)

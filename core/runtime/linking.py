@@ -132,14 +132,13 @@ def device_services() -> dict[str, int]:
 def find_provider(module: Module, name: str) -> Module | None:
     """The module defining ``name`` among those ``module`` imports (breadth first), else None.
 
-    The runtime's own functions (:mod:`loom.runtime.device_copy`) come from the runtime.
+    Functions the runtime itself defines (:mod:`loom.runtime.device_copy`) come from the runtime.
     """
-    from .abi import DEVICE_COPY_FUNCTION
+    from .device_copy import runtime_services
 
-    if name == DEVICE_COPY_FUNCTION:
-        from .device_copy import runtime_services
-
-        return runtime_services()
+    services = runtime_services()
+    if name in services.function_names:
+        return services
     queue = list(module.imported_modules)
     while queue:
         sub = queue.pop(0)

@@ -222,10 +222,10 @@ class _Splitter:
         return self.replicas[key]
 
     def extent(self, v: E.Var) -> tuple[E.PrimExpr, E.PrimExpr, Any]:
-        """``(bytes to copy, byte offset, dtype)`` of pointer ``v``'s buffer."""
+        """``(elements, element offset, dtype)`` of pointer ``v``'s buffer: what a copy moves, from where."""
         alloc = self.allocations.get(id(v))
         if alloc is not None:
-            return _product(alloc.extents) * _bytes(alloc.dtype), const(0, "int64"), alloc.dtype
+            return _product(alloc.extents), const(0, "int64"), alloc.dtype
         buf = self.func.buffer_map.get(v)
         if buf is None:
             raise LoomError(f"{self.name}: argument {v.name} is a pointer without a buffer; only buffer arguments "
@@ -233,14 +233,13 @@ class _Splitter:
         if buf.strides:
             raise LoomError(f"{self.name}: argument {buf.name} has explicit strides; an argument that is copied "
                             "between devices must be a compact buffer")
-        return _product(buf.shape) * _bytes(buf.dtype), _int64(buf.elem_offset) * _bytes(buf.dtype), buf.dtype
+        return _product(buf.shape), _int64(buf.elem_offset), buf.dtype
 
     def copy(self, v: E.Var, src: Device, dst: Device) -> S.Stmt:
-        nbytes, offset, _ = self.extent(v)
+        count, offset, dtype = self.extent(v)
         self.plan.append(f"copy {v.name}: {_name(src)} -> {_name(dst)}")
-        args = [self.storage(v, dst), self.storage(v, src), self.analyzer.simplify(offset),
-                self.analyzer.simplify(nbytes),
-                *(const(x, "int32") for x in (*dst, *src))]
+        args = [self.storage(v, dst), self.storage(v, src), self.analyzer.simplify(offset * _bytes(dtype)),
+                self.analyzer.simplify(count * _bytes(dtype)), *(const(x, "int32") for x in (*dst, *src))]
         return S.Evaluate(E.Call("int32", GlobalVar(DEVICE_COPY_FUNCTION), args))
 
     def need(self, v: E.Var, dev: Device) -> list[S.Stmt]:
@@ -298,9 +297,8 @@ class _Splitter:
             if alloc is not None:
                 dtype, extents = alloc.dtype, list(alloc.extents)
             else:  # room for the argument's elements after its element offset
-                buf = self.func.buffer_map[v]
-                dtype = buf.dtype
-                extents = [self.analyzer.simplify(_int64(buf.elem_offset) + _product(buf.shape))]
+                count, offset, dtype = self.extent(v)
+                extents = [self.analyzer.simplify(offset + count)]
             notes = {} if dev == _CPU else {DEVICE_TYPE_ANNOTATION: dev[0], DEVICE_ID_ANNOTATION: dev[1]}
             body = S.Allocate(replica, dtype, extents, const(True, "bool"), body, annotations=notes)
         return body
