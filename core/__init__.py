@@ -22,16 +22,20 @@ from .ir.expr_ops import (
 from .ir.intrin import (
     abs, call_extern, ceil, cos, erf, exp, exp2, fabs, floor, if_then_else, isnan, likely, log, log2,
     log10, popcount, power, reinterpret, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
+    call_pure_extern, call_llvm_intrin, call_llvm_pure_intrin, call_packed,
 )
 from .ir.bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
-from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, sum, thread_axis  # noqa: A004
-from . import envvars, ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid
+from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, scan, sum, thread_axis  # noqa: A004
+from .te import decl_tensor_intrin
+from . import envvars, ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid, schedule, ir_builder
 from .driver import build, build_config, lower
 from .runtime import ndarray as nd
+from .runtime.registry import get_global_func, list_global_func_names, register_func, remove_global_func
 from .target import CompilationConfig, Device, Target, VirtualDevice, cpu, cuda, device
+from .target.devices import context, gpu
 
 __version__ = "0.1.0"
 
@@ -43,12 +47,13 @@ __all__ = [
     "min_value", "max_value", "all", "any",
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "power",
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
-    "reinterpret", "likely", "call_extern",
+    "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_intrin", "call_llvm_pure_intrin",
+    "call_packed", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
     "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",
-    "create_schedule", "placeholder", "compute", "extern", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
+    "create_schedule", "placeholder", "compute", "extern", "scan", "decl_tensor_intrin", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
     "lower", "build", "build_config", "nd",
-    "ir", "arith", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
-    "cpu", "cuda", "device", "logconfig",
+    "ir", "arith", "schedule", "ir_builder", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
+    "cpu", "cuda", "device", "context", "gpu", "logconfig",
 ]

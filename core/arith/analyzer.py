@@ -221,8 +221,14 @@ class Analyzer:
             return None
         if a.dtype.lanes != 1:
             return lo, hi
-        s = self._canonical._sum_interval(self._canonical.to_sum(E.Sub(a, b)))
-        return (max(lo, s[0]), min(hi, s[1])) if s is not None else (lo, hi)
+        canon = self._canonical
+        s = canon.to_sum(E.Sub(a, b))
+        # (x + 3) // 4 * 4 - x is 3 - (x + 3) % 4 once the quotient is expanded.
+        for form in (s, canon.expand_divs(s)) if canon._has_div_term(s) else (s,):
+            iv = canon._sum_interval(form)
+            if iv is not None:
+                lo, hi = max(lo, iv[0]), min(hi, iv[1])
+        return lo, hi
 
     def _always_equal(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
         s = self._canonical.to_sum(E.Sub(a, b))
@@ -321,11 +327,14 @@ class Analyzer:
 
     def _learn(self, c: E.PrimExpr) -> None:
         """Narrow variable bounds (and residues) from one comparison."""
-        if isinstance(c, E.EQ) and isinstance(c.a, E.FloorMod) and isinstance(c.a.a, E.Var):
-            m, r = c.a.b, c.b
-            if isinstance(m, E.IntImm) and isinstance(r, E.IntImm) and m.value > 0:
-                if self._modular.get(c.a.a, ModularSet(1, 0)).coeff in (0, 1):
-                    self._modular[c.a.a] = ModularSet.make(m.value, r.value)
+        if isinstance(c, E.EQ) and isinstance(c.a, (E.FloorMod, E.Mod)) and isinstance(c.a.a, E.Var):
+            # x % m == r (floored or truncated): x is r modulo |m|, whatever its sign.
+            m, r, v = c.a.b, c.b, c.a.a
+            if isinstance(m, E.IntImm) and isinstance(r, E.IntImm) and m.value != 0:
+                old = self._modular.get(v, ModularSet(1, 0))
+                both = old.intersect(ModularSet.make(m.value, r.value))
+                if both is not None:  # None: contradictory facts, the code is unreachable
+                    self._modular[v] = both
         if not isinstance(c, (E.LT, E.LE, E.GT, E.GE, E.EQ)) or not is_int_type(c.a.dtype) or c.a.dtype.lanes != 1:
             return
         a, b = (c.b, c.a) if isinstance(c, (E.GT, E.GE)) else (c.a, c.b)

@@ -226,8 +226,17 @@ class ConstIntBoundAnalyzer:
         return _checked(iv_add(self.interval(e.base), steps), e.dtype)
 
     def _call(self, e: E.Call) -> Interval:
-        if getattr(e.op, "name", None) == "tir.likely" and e.args:
+        name = getattr(e.op, "name", None)
+        if name == "tir.likely" and e.args:
             return self.interval(e.args[0])
+        if name == "tir.shift_right" and isinstance(e.args[1], E.IntImm) and 0 <= e.args[1].value < e.dtype.bits:
+            lo, hi = self.interval(e.args[0])  # an arithmetic shift floors: monotone
+            return lo >> e.args[1].value, hi >> e.args[1].value
+        if name == "tir.bitwise_and":
+            masks = [a.value for a in e.args if isinstance(a, E.IntImm) and a.value >= 0]
+            if masks:  # and-ing with a non-negative mask clears the sign: [0, mask]
+                lo, hi = self.interval(e.args[0] if isinstance(e.args[1], E.IntImm) else e.args[1])
+                return (0, min(masks[0], hi)) if lo >= 0 else (0, masks[0])
         return _full(e.dtype)
 
 

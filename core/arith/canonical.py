@@ -26,8 +26,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
+from ..ir.reduce import Reduce
 from ._exprkey import map_operands, order_key, struct_key
 from ._intmath import Interval, divides_wrap, fits, is_int_type, signed_wrap, wrap
+from .reduce_simplify import simplify_reduce
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
@@ -89,6 +91,14 @@ class SumForm:
 
 
 _DIVMOD_PAIRS = ((E.FloorMod, E.FloorDiv), (E.Mod, E.Div))
+_DECIDED = (E.CmpOp, E.And, E.Or, E.Not, E.Select)
+
+
+def _const_divisor(e: E.PrimExpr) -> int:
+    """``c`` for ``u // c`` or ``truncdiv(u, c)`` with a constant ``c``, else 0."""
+    if isinstance(e, (E.FloorDiv, E.Div)) and isinstance(e.b, E.IntImm):
+        return e.b.value
+    return 0
 
 
 class CanonicalSimplifier:
@@ -213,9 +223,34 @@ class CanonicalSimplifier:
                         s.add(self.to_sum(atom.a), k)
                         break
 
+    def expand_divs(self, s: SumForm) -> SumForm:
+        """``s`` with each ``k*(u // c)`` (``c > 0`` dividing ``k``) written ``(k/c)*(u - u % c)``.
+
+        A ring identity (``c*(u // c) + u % c == u`` for every ``u``, and the
+        same for truncated division), so the result equals ``s`` even with
+        wrap-around; it can cancel ``u``'s terms.
+        """
+        out = SumForm(s.dtype, s.const)
+        for key, (atom, k) in s.terms.items():
+            c = _const_divisor(atom)
+            if c > 0 and k % c == 0:
+                rem = E.FloorMod if isinstance(atom, E.FloorDiv) else E.Mod
+                out.add(self.to_sum(atom.a), k // c)
+                out.add(self._divmod(rem(atom.a, atom.b)), -(k // c))
+            else:
+                out.add_term(atom, k, key)
+        return out
+
+    def _has_div_term(self, s: SumForm) -> bool:
+        return any(_const_divisor(a) > 0 and k % _const_divisor(a) == 0 for a, k in s.terms.values())
+
     def render(self, s: SumForm) -> E.PrimExpr:
         t = s.dtype
         self._merge_divmod(s)
+        if self._has_div_term(s):  # x - (x // 3) * 3 is x % 3: keep the form with fewer terms
+            expanded = self.expand_divs(s)
+            if len(expanded.terms) <= len(s.terms):  # as many terms only when one cancelled
+                s = expanded
         # Larger coefficients first (row-major index order: i * 16 + j), then by name.
         items = sorted(s.terms.values(), key=lambda p: (-abs(p[1]), order_key(p[0])))
         pos = [(a, k) for a, k in items if k > 0]
@@ -247,9 +282,22 @@ class CanonicalSimplifier:
 
     # -- everything else -----------------------------------------------------
     def _rebuild(self, e: E.PrimExpr) -> E.PrimExpr:
+        if isinstance(e, Reduce):
+            return simplify_reduce(e, self.an, self.visit)
         if isinstance(e, E.Let):
             value = self.visit(e.value)
             with self.an._let_scope(e.var, value):
                 body = self.visit(e.body)
             return e.with_(value=value, body=body)
-        return map_operands(e, self.visit)
+        if isinstance(e, E.Select):
+            c = self.visit(e.condition)
+            if isinstance(c, E.IntImm):  # only the taken branch matters (both are defined)
+                return self.visit(e.true_value if c.value else e.false_value)
+            t, f = self.visit(e.true_value), self.visit(e.false_value)
+            same = c is e.condition and t is e.true_value and f is e.false_value
+            out = e if same else e.with_(condition=c, true_value=t, false_value=f)
+        else:
+            out = map_operands(e, self.visit)
+        if isinstance(out, _DECIDED):  # as in TVM, comparisons and logic also get the rewrite rules
+            return self.an._rewrite._post(out)
+        return out

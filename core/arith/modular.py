@@ -57,6 +57,25 @@ class ModularSet:
     def union(self, other: ModularSet) -> ModularSet:
         return ModularSet.make(math.gcd(self.coeff, other.coeff, abs(self.base - other.base)), self.base)
 
+    def intersect(self, other: ModularSet) -> Optional[ModularSet]:
+        """The values in both sets (Chinese remaindering), or None when there are none.
+
+        >>> ModularSet(4, 1).intersect(ModularSet(3, 1))
+        ModularSet(coeff=12, base=1)
+        """
+        (m1, r1), (m2, r2) = self, other
+        if m1 == 0 or m2 == 0:  # a constant: in the other set, or nowhere
+            const, rest = (r1, other) if m1 == 0 else (r2, self)
+            inside = const == rest.base if rest.coeff == 0 else const % rest.coeff == rest.base
+            return ModularSet(0, const) if inside else None
+        g = math.gcd(m1, m2)
+        if (r2 - r1) % g:
+            return None
+        lcm = m1 // g * m2
+        # r1 + m1 * t == r2 (mod m2): t == (r2 - r1) / g * inverse(m1 / g) (mod m2 / g)
+        t = (r2 - r1) // g * pow(m1 // g, -1, m2 // g) if m2 // g > 1 else 0
+        return ModularSet.make(lcm, r1 + m1 * t)
+
     def divisible_by(self, c: int) -> bool:
         """True when every value is a multiple of ``c``."""
         return self.coeff % c == 0 and self.base % c == 0 if c else False
@@ -95,6 +114,9 @@ class ModularSetAnalyzer:
     def _var(self, e: E.Var) -> ModularSet:
         if e in self._let:
             return self._let[e]
+        lo, hi = self._interval(e)
+        if lo == hi:  # a fact such as x == 4 pinned it down
+            return ModularSet(0, lo)
         return self._lookup(e) or _ANY
 
     def _add(self, e: E.Add) -> ModularSet:
@@ -120,9 +142,11 @@ class ModularSetAnalyzer:
 
     def _div(self, e: E.BinaryOp) -> ModularSet:
         c = self._const_divisor(e)
-        if c is None:
-            return _ANY
-        a = self(e.a)
+        return _ANY if c is None else self._floordiv(self(e.a), c)
+
+    @staticmethod
+    def _floordiv(a: ModularSet, c: int) -> ModularSet:
+        """The residues of ``floor(v / c)`` for ``v`` in ``a`` (``c > 0``)."""
         if a.coeff == 0:
             return ModularSet(0, a.base // c)
         if a.coeff % c == 0:
@@ -136,6 +160,20 @@ class ModularSetAnalyzer:
         a = self(e.a)
         g = math.gcd(a.coeff, c)
         return ModularSet(0, a.base % c) if g == c else ModularSet.make(g, a.base)
+
+    def _call(self, e: E.Call) -> ModularSet:
+        """``x >> n`` is ``x // 2**n`` (arithmetic shift); ``x << n`` is ``x * 2**n``, wrapping."""
+        name, args = getattr(e.op, "name", None), e.args
+        if name not in ("tir.shift_right", "tir.shift_left") or not isinstance(args[1], E.IntImm):
+            return _ANY
+        n = args[1].value
+        if not 0 <= n < e.dtype.bits:
+            return _ANY
+        a = self(args[0])
+        if name == "tir.shift_right":
+            return self._floordiv(a, 1 << n)
+        m = ModularSet.make(a.coeff << n, a.base << n)
+        return self._wrapped(m, iv_mul(self._interval(args[0]), (1 << n, 1 << n)), e)
 
     def _union2(self, e: E.BinaryOp) -> ModularSet:
         return self(e.a).union(self(e.b))
@@ -188,4 +226,5 @@ _HANDLERS: dict[type, Callable[[ModularSetAnalyzer, Any], ModularSet]] = {
     E.Let: ModularSetAnalyzer._let_expr,
     E.Broadcast: ModularSetAnalyzer._broadcast,
     E.Ramp: ModularSetAnalyzer._ramp,
+    E.Call: ModularSetAnalyzer._call,
 }

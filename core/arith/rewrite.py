@@ -20,10 +20,13 @@ import numpy as np
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
+from ..ir.reduce import Reduce
 from ._exprkey import map_operands, uses_var
 from ._intmath import fold_int, is_int_type
 from .rules_arith import INT_RULES, VECTOR_RULES
-from .rules_logic import CMP_RULES, LOGIC_RULES
+from .rules_cmp import CMP_RULES
+from .reduce_simplify import simplify_reduce
+from .rules_logic import LOGIC_RULES
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
@@ -216,6 +219,9 @@ class RewriteSimplifier:
     def _leaf(self, e: E.PrimExpr) -> E.PrimExpr:
         return e
 
+    def _reduce(self, e: Reduce) -> E.PrimExpr:
+        return simplify_reduce(e, self.an, self.visit)
+
     def _generic(self, e: E.PrimExpr) -> E.PrimExpr:
         return self._post(map_operands(e, self.visit))
 
@@ -225,6 +231,7 @@ _VISIT: dict[type, Callable[[RewriteSimplifier, Any], E.PrimExpr]] = {
     E.StringImm: RewriteSimplifier._leaf,
     E.Var: RewriteSimplifier._var, E.SizeVar: RewriteSimplifier._var,
     E.Not: RewriteSimplifier._not, E.Select: RewriteSimplifier._select, E.Let: RewriteSimplifier._let,
+    Reduce: RewriteSimplifier._reduce,
 }
 for _cls in (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max,
              E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.And, E.Or):

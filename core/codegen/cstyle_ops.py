@@ -165,6 +165,12 @@ def _extern(r: CStyleRenderer, n: E.Call) -> str:
     return r.elementwise(n.dtype, args, lambda *a: f"{name.value}({', '.join(a)})")
 
 
+def _access_ptr(r: CStyleRenderer, n: E.Call) -> str:
+    # tvm_access_ptr(type_annotation(t), data, offset, extent, mask): the address of element ``offset`` (of t).
+    annotation, data, offset = n.args[0], n.args[1], n.args[2]
+    return f"((void *)(({r.type_name(annotation.dtype)} *)({r.expr(data)}) + ({r.expr(offset)})))"
+
+
 _SYMBOLS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.Mod: "%"}
 
 BASE_CODE_FOR_OP: dict[Any, Template] = {
@@ -198,6 +204,7 @@ BASE_CODE_FOR_OP: dict[Any, Template] = {
     "tir.reinterpret": _reinterpret,
     "tir.call_extern": _extern,
     "tir.call_pure_extern": _extern,
+    "tir.tvm_access_ptr": _access_ptr,
     "tir.tvm_storage_sync": lambda r, n: r.barrier or "0",
     **{name: _bitwise(name) for name in ("tir.shift_left", "tir.shift_right", "tir.bitwise_and", "tir.bitwise_or",
                                          "tir.bitwise_xor", "tir.bitwise_not")},

@@ -5,10 +5,11 @@ functions carry ``attrs["loom.api"]``), mark each function with
 ``attrs["target"]`` unless it has one, and run each function through the build
 pipeline of its own target (:mod:`loom.driver.pipeline`):
 for a device target split the kernels out (SplitHostDevice), put the host
-code's buffers on the device (PlanDeviceMemory) and insert barriers
-(ThreadSync); for a CPU target insert barriers when its backend runs blocks of
-threads (interp), or refuse code that needs them when it runs threads one after
-another (llvm, c); then lower the intrinsics (LowerIntrin) of every function for
+code's buffers on the device (PlanDeviceMemory), lower cross-thread reductions
+(LowerThreadAllreduce) and insert barriers (ThreadSync); for a CPU target do the
+same when its backend runs blocks of threads (interp), or lower cross-thread
+reductions to accumulations and refuse code that needs barriers when it runs
+threads one after another (llvm, c); then lower the intrinsics (LowerIntrin) of every function for
 its own target.  Finally each target's functions go through its backend's
 stages (:func:`loom.backend.build_module`): the host module imports the others
 (``imported_modules``) and :func:`loom.runtime.linking.link` connects its calls to them.

@@ -99,6 +99,7 @@ SIMPLE_MODE_SKIPS = frozenset({"LoopPartition", "UnrollLoop", "MakeAPI"})
 DEVICE_BUILD = [
     ("SplitHostDevice", lazy_pass("split_host_device", "SplitHostDevice")),
     ("PlanDeviceMemory", lazy_pass("device_memory", "PlanDeviceMemory")),
+    ("LowerThreadAllreduce", lazy_pass("lower_thread_allreduce", "LowerThreadAllreduce", "gpu")),
     ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "global")),  # only under detect_global_barrier
     ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "shared")),
     ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
@@ -106,6 +107,7 @@ DEVICE_BUILD = [
 
 # build(), for a CPU target whose backend runs thread-bound code as blocks of threads (interp).
 HOST_BUILD_GPU_THREADS = [
+    ("LowerThreadAllreduce", lazy_pass("lower_thread_allreduce", "LowerThreadAllreduce", "gpu")),
     ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "global")),
     ("ThreadSync", lazy_pass("thread_sync", "ThreadSync", "shared")),
     ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
@@ -114,6 +116,7 @@ HOST_BUILD_GPU_THREADS = [
 # build(), for a CPU target whose backend runs bound threads one after another (llvm, c):
 # a program that needs a barrier cannot run that way, and says so.
 HOST_BUILD = [
+    ("LowerThreadAllreduce", lazy_pass("lower_thread_allreduce", "LowerThreadAllreduce", "serial")),
     ("RefuseThreadBarriers", lazy_pass("device_memory", "RefuseThreadBarriers")),
     ("LowerIntrin", lazy_pass("lower_intrin", "LowerIntrin")),
 ]

@@ -57,21 +57,28 @@ class HybridFunction:
 
     Called with numpy arrays and Python numbers it runs as Python (software
     emulation); called with Loom tensors, expressions or containers it returns
-    the output tensor(s) of a :class:`~loom.te.operation.HybridOp`.
+    the output tensor of a :class:`~loom.te.operation.HybridOp`, or the list
+    of its outputs when the function returns several.
     """
 
     __loom_hybrid__ = True
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    def __init__(self, func: Callable[..., Any], source: Optional[Source] = None) -> None:
+        """``source``: the function's text where Python keeps none (a function compiled from a string)."""
         if not inspect.isfunction(func):
             raise LoomError(f"loom.hybrid.script decorates a Python function, got {type(func).__name__}")
         functools.update_wrapper(self, func)
         self.func = func
-        self._source: Optional[Source] = None
+        self._source: Optional[Source] = source
         self._fdef: Optional[ast.FunctionDef] = None
 
     def __repr__(self) -> str:
         return f"<hybrid function {self.func.__qualname__}>"
+
+    @property
+    def __globals__(self) -> dict[str, Any]:
+        """The function's module globals (where emulation puts the keywords for the duration of a call)."""
+        return self.func.__globals__
 
     # -- source ---------------------------------------------------------------------------
     @property
@@ -126,8 +133,9 @@ class HybridFunction:
         return any(f is self for f in getattr(_ACTIVE, "stack", ()))
 
     def _operation_outputs(self, parsed: Parsed) -> Any:
+        """The output tensor, or a list of them for several outputs (as TVM's hybrid functions return)."""
         op = make_operation(self.func.__name__, parsed)
-        outs = tuple(op.output(k) for k in range(op.num_outputs))
+        outs = [op.output(k) for k in range(op.num_outputs)]
         return outs[0] if len(outs) == 1 else outs
 
     # -- arguments ----------------------------------------------------------------------------

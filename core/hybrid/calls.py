@@ -171,11 +171,20 @@ def _cast(dtype: str) -> Handler:
     def handler(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
         (x,) = _arity(p, node, args, kwargs, ("x",), 1)
         x = p.scalar(x, node)
+        if is_number(x) and t.is_float:
+            return ops.const(float(x), t)  # exact: float64(0.1) is not a float32 constant widened
         if is_number(x):
-            x = float(x) if t.is_float else int(x)  # numpy's conversion truncates toward zero
+            x = int(x)  # numpy's conversion truncates toward zero
         return ops.cast(ops.convert_expr(x), t)
 
     return handler
+
+
+def _likely(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``likely(cond)``: the condition, marked as usually true (the guard of an uneven split)."""
+    (x,) = _arity(p, node, args, kwargs, ("cond",), 1)
+    c = p.condition(x, node.args[0] if node.args else node)
+    return c if isinstance(c, bool) else intrin.likely(c)
 
 
 CALLS: dict[str, Handler] = {
@@ -185,7 +194,7 @@ CALLS: dict[str, Handler] = {
     "sqrt": _float_math("sqrt", math.sqrt, intrin.sqrt), "floor": _float_math("floor", math.floor, intrin.floor),
     "ceil": _float_math("ceil", math.ceil, intrin.ceil),
     "power": _power, "popcount": _popcount, "abs": _abs,
-    "min": _extremum(min, ops.minimum), "max": _extremum(max, ops.maximum), "len": _len,
+    "min": _extremum(min, ops.minimum), "max": _extremum(max, ops.maximum), "len": _len, "likely": _likely,
     **{n: _cast(n) for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                              "float16", "float32", "float64")},
 }

@@ -183,23 +183,34 @@ class ExprMixin:
         if isinstance(base, Tensor):
             return ProducerLoad(base, self.indices(node.slice, base))
         if isinstance(base, (tuple, Array)):
-            what = f"{self.segment(node.value)}"
-            k = self.const_int(self.visit(node.slice))
-            if k is None:
-                if isinstance(base, tuple):
-                    raise self.error(node.slice, f"{what} can only be indexed by a constant; "
-                                                 f"{self.segment(node.slice)} is not one")
-                raise self.error(node.slice, f"container {what} can only be indexed by a constant; "
-                                             f"{self.segment(node.slice)} is not one (iterate with const_range "
-                                             f"to index a container in a loop)")
-            if not 0 <= k < len(base):
-                raise self.error(node.slice, f"index {k} is out of range for {what}, which has {len(base)} "
-                                             f"element(s)")
-            item = base[k]
+            # c[i, j] is c[i][j]: a nested container (a list of lists) takes one index per level.
+            keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            item: Any = base
+            for depth, key in enumerate(keys):
+                what = self.segment(node.value) + "".join(f"[{self.segment(k)}]" for k in keys[:depth])
+                if not isinstance(item, (tuple, Array)):
+                    shown = f"the constant {item.value!r}" if isinstance(item, (E.IntImm, E.FloatImm, E.StringImm)) \
+                        else f"the constant {item!r}" if is_number(item) else describe(item)
+                    raise self.error(key, f"{what} is {shown}, not a container, and cannot take another "
+                                          f"index here" + (f"; index it apart ({what}[...])"
+                                                           if isinstance(item, Tensor) else ""))
+                item = self.container_item(item, key, what)
             if isinstance(item, (E.IntImm, E.FloatImm, E.StringImm)):  # constants stay weakly typed
                 return bool(item.value) if item.dtype.is_bool else item.value
             return item
         raise self.error(node.value, f"{self.segment(node.value)} is {describe(base)} and cannot be indexed")
+
+    def container_item(self, base: tuple | Array, key: ast.AST, what: str) -> Any:
+        """``base[key]`` for a shape tuple or container ``base`` named ``what``: the key must be a constant."""
+        k = self.const_int(self.visit(key))
+        if k is None:
+            if isinstance(base, tuple):
+                raise self.error(key, f"{what} can only be indexed by a constant; {self.segment(key)} is not one")
+            raise self.error(key, f"container {what} can only be indexed by a constant; {self.segment(key)} is not "
+                                  f"one (iterate with const_range to index a container in a loop)")
+        if not 0 <= k < len(base):
+            raise self.error(key, f"index {k} is out of range for {what}, which has {len(base)} element(s)")
+        return base[k]
 
     # -- operators ---------------------------------------------------------------------------
     def arith(self, op: ast.operator, left: Any, right: Any, node: ast.AST) -> Any:

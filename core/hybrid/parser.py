@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 from ..errors import LoomError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
+from ..ir.container import Array
 from ..ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from ..ir.stmt import AssertStmt, IfThenElse, LetStmt, Stmt, no_op, seq
 from ..te.operation import placeholder
@@ -68,6 +69,26 @@ class _Inlined:
         self.parsed = parsed
 
 
+_NOT_CONSTANT = object()
+
+
+def _constant(value: Any) -> Any:
+    """A value captured from the enclosing Python scope as the parser holds it, or ``_NOT_CONSTANT``.
+
+    Numbers, strings and expressions stay themselves (numpy scalars become Python numbers); a list
+    or tuple becomes a tuple of such values (nested ones too), a constant container that only
+    constant indices (const_range loop variables) can index.
+    """
+    if isinstance(value, (bool, int, float, str, E.PrimExpr)):
+        return value
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", None) == 0:
+        return value.item()  # a numpy scalar
+    if isinstance(value, (list, tuple)):
+        items = tuple(_constant(v) for v in value)
+        return _NOT_CONSTANT if any(v is _NOT_CONSTANT for v in items) else items
+    return _NOT_CONSTANT
+
+
 def usage(fdef: ast.FunctionDef) -> tuple[set[str], set[str]]:
     """``(mutable, output_params)``: names stored more than once, and parameters assigned ``output_tensor(...)``."""
     stores: dict[str, int] = {}
@@ -96,19 +117,24 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         self.src, self.fdef, self.closure = src, fdef, closure
         self.mutable, output_params = usage(fdef)
         self.scopes = Scopes()
-        self.writable: set[int] = set()
         self.roles: dict[int, tuple[str, ast.AST]] = {}  # declared tensor -> (role, declaring node)
         self.outputs: Optional[list[Tensor]] = None
         self.inputs: list[Tensor] = []
         for name, value in params.items():
             if name in output_params:
                 continue  # the body declares it
-            if isinstance(value, Tensor):
-                if all(value is not t for t in self.inputs):
-                    self.inputs.append(value)
-                self.scopes.declare(name, Symbol("input", value, None))
-            else:
-                self.scopes.declare(name, Symbol("value", value, None))
+            self.add_inputs(value)
+            kind = "input" if isinstance(value, Tensor) else "value"
+            self.scopes.declare(name, Symbol(kind, value, None))
+
+    def add_inputs(self, value: Any) -> None:
+        """Record the tensors of an argument as inputs: the tensor itself, or those of a container."""
+        if isinstance(value, Tensor):
+            if all(value is not t for t in self.inputs):
+                self.inputs.append(value)
+        elif isinstance(value, (Array, tuple)):
+            for item in value:
+                self.add_inputs(item)
 
     # -- driver -------------------------------------------------------------------------------
     def parse(self) -> Parsed:
@@ -184,17 +210,17 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         if name not in self.closure:
             raise self.error(node, f"unknown name {name!r}")
         value = self.closure[name]
-        if isinstance(value, (bool, int, float, str, E.PrimExpr)) or hasattr(value, "__loom_hybrid__"):
+        if hasattr(value, "__loom_hybrid__"):
             return value
-        if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", None) == 0:
-            return value.item()  # a numpy scalar
-        raise self.error(node, f"{name} is {describe(value)} from the enclosing Python scope; hybrid script can use "
-                               f"numbers, strings, loom expressions and hybrid functions from there (pass "
-                               f"tensors as arguments)")
+        found = _constant(value)
+        if found is _NOT_CONSTANT:
+            raise self.error(node, f"{name} is {describe(value)} from the enclosing Python scope; hybrid script can "
+                                   f"use numbers, strings, loom expressions, tuples and lists of them, and hybrid "
+                                   f"functions from there (pass tensors as arguments)")
+        return found
 
     def declare_tensor(self, name: str, t: Tensor, role: str, scope: str, node: ast.AST) -> None:
         self.scopes.declare(name, Symbol("buffer", t, node))
-        self.writable.add(id(t))
         self.roles[id(t)] = (role, node)
         self.scopes.top.realize.append((t, scope))
 
@@ -286,9 +312,7 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
         t = self.visit(target.value)
         if not isinstance(t, Tensor):
             raise self.error(target.value, f"{self.segment(target.value)} is {describe(t)} and cannot be written")
-        if id(t) not in self.writable:
-            raise self.error(target, f"cannot write to the input tensor {t.name}: a hybrid function writes only "
-                                     f"tensors it declares (output_tensor, allocate)")
+        # An input may be written, as in TVM: the write goes to the caller's tensor (docs/hybrid.md, In-place).
         idx = self.indices(target.slice, t)
         return ProducerStore(t, self.typed(self.scalar(value, value_node), t.dtype), idx)
 

@@ -65,6 +65,11 @@ def popcount(x: Any) -> Any:
     return bin(int(x) & 0xFFFFFFFF).count("1")
 
 
+def likely(cond: Any) -> Any:
+    """The condition itself (emulation of ``likely``, a hint for the compiler)."""
+    return cond
+
+
 def _casts() -> dict[str, Any]:
     names = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64")
     return {n: getattr(np, n) for n in names}
@@ -76,7 +81,7 @@ HYBRID_GLOBALS: dict[str, Any] = {
     "output_tensor": output_tensor, "allocate": allocate,
     "serial": range, "unroll": range, "parallel": range, "vectorize": range, "const_range": range, "bind": bind,
     "log": np.log, "exp": np.exp, "sigmoid": sigmoid, "tanh": np.tanh, "power": np.power, "popcount": popcount,
-    "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil,
+    "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "likely": likely,
     **_casts(),
 }
 

@@ -4,7 +4,7 @@ A name is declared by its first assignment (a loop declares its variable) and
 lives in the block that declares it and the blocks nested inside, never after
 that block ends, unlike Python.  Kinds:
 
-- ``input``: a tensor argument (read-only);
+- ``input``: a tensor argument (a store to it writes the caller's tensor);
 - ``buffer``: a tensor the script writes (``output_tensor``, ``allocate``, a
   called hybrid function's result);
 - ``var``: a mutable scalar, stored in a one-element tensor;

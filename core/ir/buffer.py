@@ -18,16 +18,21 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from ..errors import IRError, LoomValueError
+import numpy as np
+
+from ..errors import IRError, LoomTypeError, LoomValueError
 from .dtype import DataType
 from . import expr as E
-from .expr_ops import convert_expr, const
+from .expr_ops import convert_expr, const, floordiv
 from .node import Node, TupleOf, child, children, register_object, value
+from .op import Op, register_op
 
 __all__ = ["Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT"]
 
 #: What ``data_alignment=-1`` means: the alignment of Loom's own allocations.
 DEFAULT_DATA_ALIGNMENT = 64
+#: The kinds of buffer: ``""`` (TVM's "default") and ``"auto_broadcast"``.
+BUFFER_TYPES = frozenset({"", "auto_broadcast"})
 
 
 @register_object("tir.Buffer")
@@ -45,6 +50,13 @@ class Buffer(Node):
     scope: str = value(str, default="")
     data_alignment: int = value(int, default=DEFAULT_DATA_ALIGNMENT)
     offset_factor: int = value(int, default=1)
+    #: ``"auto_broadcast"``: a dimension of extent 1 is read at index 0 whatever the index
+    #: (numpy-style broadcasting of arguments, as TVM's kAutoBroadcast); ``""`` otherwise.
+    buffer_type: str = value(str, default="")
+
+    #: :meth:`access_ptr` masks (TVM's values): the memory is read, written, or both (``READ | WRITE``).
+    READ: ClassVar[int] = 1
+    WRITE: ClassVar[int] = 2
 
     def __attrs_post_init__(self) -> None:
         if not self.data.dtype.is_handle:
@@ -55,6 +67,9 @@ class Buffer(Node):
             raise IRError(f"buffer {self.name}: data_alignment must be a positive power of two, got {self.data_alignment}")
         if self.offset_factor < 1:
             raise IRError(f"buffer {self.name}: offset_factor must be >= 1, got {self.offset_factor}")
+        if self.buffer_type not in BUFFER_TYPES:
+            raise IRError(f"buffer {self.name}: buffer_type must be one of {sorted(BUFFER_TYPES)}, "
+                          f"got {self.buffer_type!r}")
 
     @property
     def ndim(self) -> int:
@@ -108,6 +123,77 @@ class Buffer(Node):
             idx[-1] = E.Ramp(idx[-1], const(1, idx[-1].dtype), v.dtype.lanes)
         return BufferStore(self, v, idx)
 
+    def access_ptr(self, access_mask: str | int, ptr_type: Any = "handle", content_lanes: int = 1,
+                   offset: Any = 0) -> E.Call:
+        """A pointer to this buffer's first element (``offset`` elements further), to pass to a call.
+
+        ``access_mask`` says what the callee does with the memory: ``"r"``, ``"w"``,
+        ``"rw"`` or an int of :attr:`READ` / :attr:`WRITE` bits.  With ``content_lanes``
+        ``k > 1`` the pointer addresses vectors of ``k`` elements.  The result is a
+        ``tir.tvm_access_ptr(type_annotation(dtype), data, elem_offset, extent, mask)``
+        call: codegen makes it ``data + elem_offset`` (elements of ``dtype``); ``extent``
+        is how many elements from there the buffer holds.
+
+        >>> import loom
+        >>> B = loom.decl_buffer((4, 8), "float32", name="B", offset_factor=1)
+        >>> p = B.access_ptr("r", offset=2)
+        >>> str(p.dtype), str(p.args[2]), str(p.args[3]), p.args[4].value
+        ('handle', 'B_elem_offset + 2', '30', 1)
+        """
+        mask = _access_mask(access_mask, self.name)
+        t = DataType.of(ptr_type)
+        if not t.is_handle:
+            raise LoomTypeError(f"access_ptr of buffer {self.name}: ptr_type must be a handle type, got {t}")
+        if isinstance(content_lanes, bool) or not isinstance(content_lanes, int) or content_lanes < 1:
+            raise LoomValueError(f"access_ptr of buffer {self.name}: content_lanes must be a positive int, "
+                                 f"got {content_lanes!r}")
+        idx_t = self.elem_offset.dtype
+        off = convert_expr(offset, str(idx_t))
+        if not off.dtype.is_integer or off.dtype.lanes != 1:
+            raise LoomTypeError(f"access_ptr of buffer {self.name}: offset must be a scalar integer, got {off.dtype}")
+        if not self.shape:
+            extent: E.PrimExpr = const(1, idx_t)
+        elif self.strides:
+            extent = self.strides[0] * self.shape[0] - off
+        else:
+            extent = self.shape[0]
+            for n in self.shape[1:]:
+                extent = extent * n
+            extent = extent - off
+        start = self.elem_offset + off
+        content = self.dtype
+        if content_lanes > 1:  # counted in vectors of content_lanes elements
+            content = self.dtype.with_lanes(content_lanes)
+            start, extent = floordiv(start, content_lanes), floordiv(extent, content_lanes)
+        annotation = E.Call(content, Op.get("tir.type_annotation"), [])
+        return E.Call(t, Op.get("tir.tvm_access_ptr"), [annotation, self.data, start, extent, const(mask, "int32")])
+
+
+def _access_mask(mask: str | int, name: str) -> int:
+    if isinstance(mask, str):
+        bits = 0
+        for ch in mask:
+            if ch not in "rw":
+                raise LoomValueError(f"access_ptr of buffer {name}: unknown access mask {mask!r}; use 'r', 'w' or 'rw'")
+            bits |= Buffer.READ if ch == "r" else Buffer.WRITE
+        if bits:
+            return bits
+    elif isinstance(mask, int) and not isinstance(mask, bool) and 0 < mask <= (Buffer.READ | Buffer.WRITE):
+        return mask
+    raise LoomValueError(f"access_ptr of buffer {name}: the access mask must be 'r', 'w', 'rw' or "
+                         f"Buffer.READ | Buffer.WRITE, got {mask!r}")
+
+
+def _access_ptr_impl(annotation: Any, data: np.ndarray, offset: Any, extent: Any, mask: Any) -> np.ndarray:
+    """The interpreter's pointer: the flat memory from the element ``offset`` on (a view, so writes land)."""
+    return data.reshape(-1)[int(offset):]
+
+
+register_op("tir.type_annotation", 0, lambda: 0,
+            doc="a value standing for its own dtype (what tvm_access_ptr points to)")
+register_op("tir.tvm_access_ptr", 5, _access_ptr_impl,
+            doc="tvm_access_ptr(type_annotation(dtype), data, offset, extent, mask): data + offset elements of dtype")
+
 
 def _index_dtype(shape: Sequence[E.PrimExpr]) -> str:
     return "int64" if any(s.dtype.bits == 64 for s in shape) else "int32"
@@ -115,11 +201,14 @@ def _index_dtype(shape: Sequence[E.PrimExpr]) -> str:
 
 def decl_buffer(shape: Sequence[Any] | Any, dtype: Any = None, name: str = "buffer", data: E.Var | None = None,
                 strides: Sequence[Any] | None = None, elem_offset: Any = None, scope: str = "",
-                data_alignment: int = -1, offset_factor: int = 0) -> Buffer:
+                data_alignment: int = -1, offset_factor: int = 0, buffer_type: str = "") -> Buffer:
     """Declare a symbolic buffer (see seed 000 and the module docstring).
 
     ``offset_factor`` non-zero with no ``elem_offset`` creates an elem_offset Var
     that generated code honours and checks to be a multiple of the factor.
+    ``buffer_type="auto_broadcast"`` makes a dimension of extent 1 broadcast: it
+    is read at index 0 whatever index the program uses (bind it to a placeholder
+    with ``binds=`` to add arrays of shapes ``(2, 4, 3)`` and ``(2, 1, 1)``).
 
     >>> import loom
     >>> B = loom.decl_buffer((16,), "float32", name="B", offset_factor=4)
@@ -147,4 +236,9 @@ def decl_buffer(shape: Sequence[Any] | Any, dtype: Any = None, name: str = "buff
         elem_offset_e = convert_expr(elem_offset, idx_t)
     if data_alignment == -1:
         data_alignment = DEFAULT_DATA_ALIGNMENT
-    return Buffer(data, t, shape_e, strides_e, elem_offset_e, name, scope, data_alignment, max(offset_factor, 1))
+    if buffer_type == "default":  # TVM's spelling of the plain kind
+        buffer_type = ""
+    if buffer_type not in BUFFER_TYPES:
+        raise LoomValueError(f"buffer {name}: buffer_type must be 'default' or 'auto_broadcast', got {buffer_type!r}")
+    return Buffer(data, t, shape_e, strides_e, elem_offset_e, name, scope, data_alignment, max(offset_factor, 1),
+                  buffer_type)

@@ -13,11 +13,12 @@ runs; backends lower the ops through their own rules.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
 
-from ..errors import LoomTypeError
+from ..errors import LoomTypeError, LoomValueError
 from .dtype import DataType
 from . import expr as E
 from .expr_ops import convert_expr, _match
@@ -27,7 +28,8 @@ __all__ = [
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
     "power", "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan",
     "if_then_else", "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_pure_intrin",
-    "call_intrin",
+    "call_llvm_intrin",
+    "call_intrin", "call_packed", "packed_array",
 ]
 
 
@@ -74,7 +76,13 @@ register_op("tir.call_extern", -1, None, pure=False, doc="call an external C fun
 register_op("tir.call_pure_extern", -1, None, doc="call an external side-effect-free C function")
 register_op("tir.call_llvm_pure_intrin", -1, None,
             doc="call a side-effect-free LLVM intrinsic by name (``llvm.exp``), overloaded on its first operand's type")
+register_op("tir.call_llvm_intrin", -1, None, pure=False,
+            doc="call an LLVM intrinsic that may have side effects (``llvm.prefetch``), overloaded as above")
 register_op("tir.tvm_tuple", -1, None, doc="a tuple of values carried by an AttrStmt (storage_align...)")
+register_op("tir.call_packed", -1, None, pure=False,
+            doc="call the global function (loom.register_func) named by the first argument; int32 status 0")
+register_op("tir.packed_array", -1, None,
+            doc="a buffer passed to call_packed: data, dtype, ndim, elem_offset, shape..., strides...")
 
 
 def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
@@ -194,3 +202,106 @@ def call_llvm_pure_intrin(dtype: Any, intrinsic: str, *args: Any) -> E.Call:
     'llvm.sqrt'
     """
     return call_intrin(dtype, "tir.call_llvm_pure_intrin", E.StringImm(intrinsic), *args)
+
+
+_LLVM_TYPE_SUFFIX = re.compile(r"^(v\d+)?(i\d+|f16|f32|f64|bf16|p0)$")
+
+
+def call_llvm_intrin(dtype: Any, intrinsic: str, *args: Any) -> E.Call:
+    """Call the LLVM intrinsic ``intrinsic`` (TVM's ``call_llvm_intrin``), on the llvm backend only.
+
+    The overload is mangled from the first operand's type, so type suffixes in
+    the name are optional (``"llvm.ctpop.i8"`` and ``"llvm.ctpop"`` are the same
+    call).  TVM's leading ``const(1, "uint32")`` (the number of operands whose
+    types pick the overload) is accepted; Loom overloads on one operand.  The
+    call may have side effects (use :func:`call_llvm_pure_intrin` for math).
+
+    >>> import loom
+    >>> x = loom.var("x", "uint8x8")
+    >>> str(loom.call_llvm_intrin("uint8x8", "llvm.ctpop.i8", loom.const(1, "uint32"), x))
+    "call_llvm_intrin('uint8x8', 'llvm.ctpop', x)"
+    """
+    if not isinstance(intrinsic, str) or not intrinsic.startswith("llvm."):
+        raise LoomValueError(f"call_llvm_intrin: the intrinsic name must start with 'llvm.', got {intrinsic!r}")
+    parts = intrinsic.split(".")
+    while len(parts) > 2 and _LLVM_TYPE_SUFFIX.match(parts[-1]):
+        parts.pop()
+    operands = list(args)
+    first = operands[0] if operands else None
+    if isinstance(first, E.IntImm) and first.dtype == "uint32" and len(operands) > 1:
+        if first.value != 1:
+            raise LoomValueError(f"call_llvm_intrin({intrinsic!r}): Loom picks the overload from the first "
+                                 f"operand's type only; TVM's signature count must be 1, got {first.value}")
+        operands = operands[1:]
+    if not operands:
+        raise LoomValueError(f"call_llvm_intrin({intrinsic!r}) needs an operand to overload on")
+    return call_intrin(dtype, "tir.call_llvm_intrin", E.StringImm(".".join(parts)), *operands)
+
+
+def packed_array(buf: Any) -> E.Call:
+    """The ``tir.packed_array`` describing buffer ``buf`` to a packed call.
+
+    Its arguments are ``data, dtype, ndim, elem_offset, shape..., strides...``;
+    a compact buffer gets its row-major strides, so there are always ``ndim``.
+
+    >>> import loom
+    >>> print(packed_array(loom.decl_buffer((2, 3), "float32", name="A")))
+    packed_array(A, 'float32', 2, 0, 2, 3, 3, 1, dtype='handle')
+    """
+    from .buffer import Buffer  # buffer imports the expression helpers this module does
+
+    if not isinstance(buf, Buffer):
+        raise LoomTypeError(f"packed_array needs a Buffer, got {type(buf).__name__}")
+    shape = [convert_expr(x) for x in buf.shape]
+    strides = [convert_expr(x) for x in buf.strides]
+    if not strides:
+        stride: E.PrimExpr = E.IntImm(shape[-1].dtype if shape else "int32", 1)
+        for extent in reversed(shape):
+            strides.insert(0, stride)
+            stride = stride * extent
+    return E.Call(DataType.of("handle"), Op.get("tir.packed_array"),
+                  [buf.data, E.StringImm(str(buf.dtype)), E.IntImm("int32", len(shape)),
+                   convert_expr(buf.elem_offset), *shape, *strides])
+
+
+def call_packed(*args: Any) -> E.Call:
+    """Call the global function named ``args[0]`` (see :func:`loom.register_func`) with ``args[1:]``.
+
+    A Buffer argument reaches the function as a :class:`loom.nd.NDArray` viewing
+    the buffer's memory (no copy), a str as a str, and a scalar as a Python
+    int, float or bool.  The call's value is 0 (int32); when the function
+    raises, the kernel stops and its caller gets a
+    :class:`loom.runtime.packed.PackedFuncError`.  Typically the body of an extern op:
+
+    >>> import loom
+    >>> A = loom.placeholder((8,), name="A")
+    >>> B = loom.extern(A.shape, [A], lambda ins, outs: call_packed("my.addone", ins[0], outs[0]), name="B")
+    >>> print(B.op.body)
+    call_packed('my.addone', packed_array(A, 'float32', 1, 0, 8, 1, dtype='handle'), packed_array(B, ...), ...)
+    """
+    from .buffer import Buffer
+
+    if not args or not isinstance(args[0], (str, E.StringImm)):
+        got = type(args[0]).__name__ if args else "nothing"
+        raise LoomTypeError(f"call_packed needs the function name (a str) first, got {got}")
+    name = args[0] if isinstance(args[0], E.StringImm) else E.StringImm(args[0])
+    if not name.value:
+        raise LoomValueError("call_packed: the function name must not be empty")
+    items: list[E.PrimExpr] = [name]
+    for k, a in enumerate(args[1:], 1):
+        if isinstance(a, Buffer):
+            items.append(packed_array(a))
+            continue
+        if isinstance(a, str):
+            items.append(E.StringImm(a))
+            continue
+        try:
+            x = convert_expr(a)
+        except LoomTypeError as err:
+            raise LoomTypeError(f"call_packed({name.value!r}): argument {k} must be a Buffer, a str or a scalar "
+                                f"expression, got {type(a).__name__} ({err})") from None
+        if x.dtype.lanes != 1:
+            raise LoomTypeError(f"call_packed({name.value!r}): argument {k} is a vector ({x.dtype}); "
+                                "packed calls take scalars and buffers")
+        items.append(x)
+    return E.Call(DataType.of("int32"), Op.get("tir.call_packed"), items)

@@ -53,7 +53,8 @@ _INFIX: dict[type, tuple[str, int]] = {
 #: Binary nodes printed as calls.
 _CALL_FORM = {E.Min: "min", E.Max: "max", E.Mod: "truncmod"}
 #: Ops whose builder takes the result dtype first (``reinterpret('float32', x)``).
-_DTYPE_FIRST = {"tir.reinterpret", "tir.call_extern", "tir.call_pure_extern", "tir.call_llvm_pure_intrin"}
+_DTYPE_FIRST = {"tir.reinterpret", "tir.call_extern", "tir.call_pure_extern", "tir.call_llvm_pure_intrin",
+                "tir.call_llvm_intrin"}
 _FOR_HEAD = {"serial": "range", "unrolled": "unroll", "parallel": "parallel", "vectorized": "vectorize"}
 
 

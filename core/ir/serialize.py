@@ -281,7 +281,10 @@ def load_json(text: str | bytes, *, limits: bool = True) -> Any:
         if getattr(err, "too_deep", False) or caused_by_recursion(err):
             raise _bad("input is nested too deeply") from None
         raise _bad(f"{type(err).__name__}: {err}") from None
-    return reader.built[root]
+    out = reader.built[root]
+    # A record of a non-node object (a te Schedule) turns back into that object.
+    restore = getattr(out, "restore_object", None)
+    return restore() if callable(restore) else out
 
 
 def _reject_constant(name: str) -> Any:

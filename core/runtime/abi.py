@@ -252,7 +252,7 @@ class NativeRunner:
 
             # A Python module called from this native code (a kernel run by the interpreter, a
             # device driver) raised: re-raise that exception rather than its message.
-            pending = take_pending_error()
+            pending = take_pending_error(ctypes.cast(err, ctypes.c_void_p).value)
             if pending is not None:
                 raise pending
             raw = err.value

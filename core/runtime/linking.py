@@ -50,6 +50,12 @@ class LinkError(LoomError):
 # --------------------------------------------------------------------------- errors across native frames
 
 _pending = threading.local()
+# Errors by the address of their message.  A callback on a thread Python did not start (an OpenMP
+# worker) loses its thread-local state when it returns, so the outermost caller finds the error
+# through the message its native code returned; the bytes stay alive here meanwhile.
+_by_message: dict[int, tuple[BaseException, bytes]] = {}
+_by_message_lock = threading.Lock()
+_BY_MESSAGE_LIMIT = 64
 
 
 def _park(err: BaseException, error_out: Any, text: str) -> None:
@@ -60,13 +66,23 @@ def _park(err: BaseException, error_out: Any, text: str) -> None:
     _pending.message = message  # keeps the bytes alive while native code holds the pointer
     if error_out:
         error_out[0] = message
+        with _by_message_lock:
+            _by_message[ctypes.cast(ctypes.c_char_p(message), ctypes.c_void_p).value or 0] = (err, message)
+            while len(_by_message) > _BY_MESSAGE_LIMIT:
+                del _by_message[next(iter(_by_message))]
 
 
-def take_pending_error() -> BaseException | None:
-    """The exception a Python callback raised under the native call that just failed (once), else None."""
+def take_pending_error(message_address: int | None = None) -> BaseException | None:
+    """The exception a Python callback raised under the native call that just failed (once), else None.
+
+    ``message_address`` is the message the native call returned: it finds an
+    error parked on another thread (a parallel region's worker).
+    """
     err = getattr(_pending, "error", None)
     _pending.error = None
-    return err
+    with _by_message_lock:
+        found = _by_message.pop(message_address, None) if message_address else None
+    return err if err is not None else (found[0] if found is not None else None)
 
 
 # --------------------------------------------------------------------------- Python functions as native functions
@@ -119,11 +135,13 @@ _FREE = DEVICE_FREE_SIGNATURE(_device_free)
 
 
 def device_services() -> dict[str, int]:
-    """The runtime's native entry points by slot symbol (``loom_rt_device_alloc``, ``loom_rt_device_free``)."""
+    """The runtime's native entry points by slot symbol (``loom_rt_device_alloc``, ``loom_rt_device_free``,
+    and ``loom_rt_call_packed`` of :mod:`loom.runtime.packed`)."""
     from .abi import DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL
+    from .packed import packed_service
 
     return {DEVICE_ALLOC_SYMBOL: ctypes.cast(_ALLOC, ctypes.c_void_p).value or 0,
-            DEVICE_FREE_SYMBOL: ctypes.cast(_FREE, ctypes.c_void_p).value or 0}
+            DEVICE_FREE_SYMBOL: ctypes.cast(_FREE, ctypes.c_void_p).value or 0, **packed_service()}
 
 
 # --------------------------------------------------------------------------- linking

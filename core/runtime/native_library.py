@@ -49,7 +49,7 @@ from .native_module import NativeModule
 from .safe_files import open_regular, read_regular_file
 
 __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "configured_num_threads",
-           "library_metadata", "link_shared_library", "is_shared_library", "read_library_metadata",
+           "library_metadata", "link_shared_library", "save_object", "is_shared_library", "read_library_metadata",
            "set_library_threads", "bind_thread_knob", "seal"]
 
 _log = logging.getLogger(__name__)
@@ -172,10 +172,13 @@ def _metadata_c(metadata: bytes) -> str:
             f'__attribute__((visibility("default"))) const char {METADATA_SYMBOL}[] = {{\n{body},\n0}};\n')
 
 
-def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], metadata: bytes, *,
+def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], metadata: bytes | None, *,
                         compiler: str = "cc", flags: Sequence[str] = (), libraries: Sequence[str] = ("m",),
                         openmp: bool = False) -> None:
     """Link ``inputs`` (object files or C sources) and ``metadata`` into the shared library ``path``.
+
+    ``metadata=None`` links objects that already define the metadata symbol (written by a
+    module's ``save("x.o")``, see :func:`save_object`).
 
     The library is written to a temporary file next to ``path`` and renamed, so
     a reader never sees half a file.  Raises :class:`LinkError` with the command
@@ -184,13 +187,14 @@ def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], met
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryDirectory(prefix="loom_link_") as work:
-        meta_c = os.path.join(work, "loom_metadata.c")
-        with open(meta_c, "w", encoding="ascii") as fh:
-            fh.write(_metadata_c(metadata))
+        meta_c = [] if metadata is None else [os.path.join(work, "loom_metadata.c")]
+        for name in meta_c:
+            with open(name, "w", encoding="ascii") as fh:
+                fh.write(_metadata_c(metadata or b""))
         fd, tmp = tempfile.mkstemp(prefix=".loom-lib-", suffix=".so", dir=folder)
         os.close(fd)
         command = [*shlex.split(compiler), *flags, "-shared", "-fPIC", *(["-fopenmp"] if openmp else []),
-                   "-o", tmp, meta_c, *map(os.fspath, inputs), *(f"-l{lib}" for lib in libraries)]
+                   "-o", tmp, *meta_c, *map(os.fspath, inputs), *(f"-l{lib}" for lib in libraries)]
         try:
             try:
                 done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -211,6 +215,45 @@ def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], met
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def save_object(path: str | os.PathLike[str], inputs: Sequence[str], metadata: bytes, *, compiler: str = "cc",
+                flags: Sequence[str] = ()) -> None:
+    """Write one relocatable object file holding ``inputs`` (objects or C sources) and ``metadata``.
+
+    What a native module's ``save("x.o")`` writes: linking it into a shared library
+    (``loom.contrib.cc.create_shared``) gives a library :func:`~loom.runtime.load_module` loads.
+    """
+    path = os.fspath(path)
+    with tempfile.TemporaryDirectory(prefix="loom_obj_") as work:
+        meta_c = os.path.join(work, "loom_metadata.c")
+        with open(meta_c, "w", encoding="ascii") as fh:
+            fh.write(_metadata_c(metadata))
+        objects = []
+        for k, src in enumerate([meta_c, *map(os.fspath, inputs)]):
+            if not src.endswith(".c"):
+                objects.append(src)
+                continue
+            obj = os.path.join(work, f"part{k}.o")
+            _run_tool([*shlex.split(compiler), *flags, "-fPIC", "-c", "-o", obj, src], path)
+            objects.append(obj)
+        tmp = os.path.join(work, "combined.o")
+        _run_tool([*shlex.split(compiler), "-r", "-nostdlib", "-o", tmp, *objects], path)
+        try:
+            with open(tmp, "rb") as src_fh, open(path, "wb") as out:
+                out.write(src_fh.read())
+        except OSError as err:
+            raise LinkError(f"cannot write the object file {path!r}: {err}") from None
+
+
+def _run_tool(command: list[str], path: str) -> None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise LinkError(f"cannot run the compiler for {path!r}: {err}\ncommand: {shlex.join(command)}") from None
+    if done.returncode != 0:
+        raise LinkError(f"building {path!r} failed with exit status {done.returncode}\n"
+                        f"command: {shlex.join(command)}\n{done.stderr.strip()}")
 
 
 def is_shared_library(path: str | os.PathLike[str]) -> bool:

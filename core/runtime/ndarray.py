@@ -234,6 +234,15 @@ class NDArray:
             out[...] = self._staged(api)[1]
         return out
 
+    def asnumpy(self) -> np.ndarray:
+        """:meth:`numpy`, by TVM's older name.
+
+        >>> from loom.runtime import nd
+        >>> nd.array([1.5]).asnumpy()
+        array([1.5])
+        """
+        return self.numpy()
+
     def copyfrom(self, source: Any) -> NDArray:
         """Overwrite the contents with ``source`` (same shape; converted to this dtype); return self.
 

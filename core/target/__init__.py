@@ -20,10 +20,11 @@ from .kind import (
     register_target_kind, reset_kind_cache, unregister_target_kind,
 )
 from .target import Target, TargetLike
+from .generic_dispatch import GenericFunc, create, current_target, generic_func
 from .virtual_device import VirtualDevice
 
 __all__ = [
-    "Target", "TargetLike", "TargetKind", "AttrSpec", "list_kinds", "get_kind", "find_kind",
+    "Target", "TargetLike", "GenericFunc", "generic_func", "create", "current_target", "TargetKind", "AttrSpec", "list_kinds", "get_kind", "find_kind",
     "register_target_kind", "unregister_target_kind", "reset_kind_cache", "override_kinds",
     "VirtualDevice", "CompilationConfig", "FALLBACK_DEVICE_TYPE_KEY",
     "Device", "DeviceType", "cpu", "cuda", "device", "device_type_of", "device_type_name",

@@ -178,3 +178,8 @@ def device(dev_type: int | str | Device, dev_id: int = 0) -> Device:
     (cuda(1), cpu(0))
     """
     return Device(device_type_of(dev_type), dev_id)
+
+
+#: TVM's classic names: ``tvm.context(...)`` and ``tvm.gpu(...)``.
+context = device
+gpu = cuda

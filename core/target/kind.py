@@ -137,6 +137,12 @@ class AttrSpec:
 # ---------------------------------------------------------------------------
 # Target kinds
 
+#: Options every kind takes, as in TVM's classic target strings: ``-model`` names the
+#: device model (for tuning logs), ``-libs`` the vendor libraries the build may call,
+#: and ``-device`` a device name that also becomes the target's first key
+#: (``llvm -device=arm_cpu`` has keys ``arm_cpu, cpu``).
+GENERIC_ATTRS: dict[str, AttrSpec] = {"device": AttrSpec(str), "libs": AttrSpec(list), "model": AttrSpec(str)}
+
 
 def _schema(value: Any) -> dict[str, AttrSpec]:
     if not isinstance(value, Mapping):
@@ -208,11 +214,11 @@ class TargetKind:
 
     def spec(self, attr: str) -> AttrSpec:
         """The spec of ``attr``, or a TargetError listing the attributes this kind allows."""
-        found = self.schema.get(attr)
+        found = self.schema.get(attr) or GENERIC_ATTRS.get(attr)
         if found is None:
             allowed = ", ".join(self.schema) or "none"
             raise TargetError(f"target kind {self.name!r} has no attribute {attr!r}; allowed: {allowed} "
-                              f"(plus keys, host)")
+                              f"(plus the generic {', '.join(GENERIC_ATTRS)}, keys, host)")
         return found
 
 

@@ -119,8 +119,9 @@ class Target(Node):
         set_field = object.__setattr__
         set_field(self, "kind_name", kind.name)
         set_field(self, "host", _as_host(host))
-        set_field(self, "attrs", _resolve_attrs(kind, given))
-        set_field(self, "keys", _resolve_keys(kind, keys))
+        resolved = _resolve_attrs(kind, given)
+        set_field(self, "attrs", resolved)
+        set_field(self, "keys", _resolve_keys(kind, keys, resolved.get("device")))
 
     # -- views -----------------------------------------------------------
     @property
@@ -166,7 +167,7 @@ class Target(Node):
         kind = find_kind(self.kind_name)  # may be gone if the registry changed since
         parts = [self.kind_name]
         parts += [_option(name, _format(v)) for name, v in _printed_attrs(kind, self.attrs).items()]
-        if kind is None or self.keys != kind.default_keys:
+        if kind is None or self.keys != _resolve_keys(kind, None, self.attrs.get("device")):
             parts.append(_option("keys", ",".join(self.keys)))
         if self.host is not None:
             parts.append(_option("host", str(self.host)))
@@ -174,6 +175,22 @@ class Target(Node):
 
     def __repr__(self) -> str:
         return f"Target({str(self)!r})"
+
+    # -- TVM's generic options ------------------------------------------------
+    @property
+    def model(self) -> str:
+        """The ``-model`` option (``"unknown"`` when not given, as in TVM)."""
+        return str(self.attrs.get("model", "unknown"))
+
+    @property
+    def libs(self) -> tuple[str, ...]:
+        """The ``-libs`` option: vendor libraries the build may call (``("cblas",)``)."""
+        return tuple(self.attrs.get("libs", ()))
+
+    @property
+    def device_name(self) -> str:
+        """The ``-device`` option (``""`` when not given)."""
+        return str(self.attrs.get("device", ""))
 
     # -- scope -------------------------------------------------------------
     def __enter__(self) -> Target:
@@ -298,8 +315,8 @@ def _printed_attrs(kind: TargetKind | None, attrs: dict[str, Any]) -> dict[str, 
     return attrs
 
 
-def _resolve_keys(kind: TargetKind, keys: Any) -> tuple[str, ...]:
-    """User keys first, then the kind's default keys that are not already there."""
+def _resolve_keys(kind: TargetKind, keys: Any, device: str | None = None) -> tuple[str, ...]:
+    """User keys first, then the ``-device`` name, then the kind's default keys not already there."""
     if keys is None:
         user: tuple[str, ...] = ()
     elif isinstance(keys, str):
@@ -308,7 +325,8 @@ def _resolve_keys(kind: TargetKind, keys: Any) -> tuple[str, ...]:
         user = tuple(keys)
     else:
         raise TargetError(f"target keys must be a list of non-empty strings without ',', got {keys!r}")
-    return tuple(dict.fromkeys(user + kind.default_keys))
+    named = (device,) if device else ()
+    return tuple(dict.fromkeys(user + named + kind.default_keys))
 
 
 def _as_host(host: TargetLike | None) -> Target | None:

@@ -38,6 +38,8 @@ from .int_set import IntervalSet, cover_range, eval_set, union
 from .relations import Fuse, Rebase, Split, pass_down_domain
 from .schedule import root_iter_vars
 from .operation import HybridOp
+from .scan import ScanOp
+from .scan_bound import prepare_scans, scan_reads
 from .tensor import ComputeOp
 
 __all__ = ["infer_bound", "InferBoundResult", "thread_rank", "storage_rank"]
@@ -86,6 +88,8 @@ class _Context:
         tag = self.tag_of(iv)
         if not tag:
             return not found_attach
+        if rank == _STORAGE_RANKS["warp"] and tag == "threadIdx.x":
+            return True  # warp memory is shared by the threads of a warp: threadIdx.x indexes within it
         return rank <= thread_rank(tag)
 
 
@@ -99,6 +103,30 @@ def _check_placement(ctx: _Context, stage: Any) -> None:
         if not any(iv is stage.attach_ivar for iv in ctx.paths[consumer]):
             raise LoomError(f"{stage.op.name} is computed at {stage.attach_stage.op.name}.{stage.attach_ivar.var.name} "
                             f"but its consumer {consumer.op.name} runs outside that loop")
+
+
+def _fused_range_up(rel: Fuse, fused: IntervalSet, ranges: dict[E.IterVar, E.Range], matches: Any,
+                    an: Analyzer) -> tuple[IntervalSet, IntervalSet]:
+    """The rows and columns a range of fused values touches.
+
+    The rows run from the first value's row to the last one's.  The columns are
+    tight when the range cannot cross a row (its extent divides the row length
+    and it starts at a multiple of its extent, as a split of the fused loop
+    gives), and the whole row otherwise.
+    """
+    full = IntervalSet.from_range(ranges[rel.outer]), IntervalSet.from_range(ranges[rel.inner])
+    if fused.min is None or fused.max is None or matches(fused, ranges[rel.fused]):
+        return full
+    factor = ranges[rel.inner].extent
+    t_out, t_in = rel.outer.var.dtype, rel.inner.var.dtype
+    rows = IntervalSet(an.simplify(ops.cast(ops.floordiv(fused.min, factor), t_out) + ranges[rel.outer].min),
+                       an.simplify(ops.cast(ops.floordiv(fused.max, factor), t_out) + ranges[rel.outer].min))
+    extent = an.simplify(fused.max - fused.min + 1)
+    if an.can_prove(ops.floormod(factor, extent) == 0) and an.can_prove(ops.floormod(fused.min, extent) == 0):
+        cols = IntervalSet(an.simplify(ops.cast(ops.floormod(fused.min, factor), t_in) + ranges[rel.inner].min),
+                           an.simplify(ops.cast(ops.floormod(fused.max, factor), t_in) + ranges[rel.inner].min))
+        return rows, cols
+    return rows, full[1]
 
 
 def _pass_up_domain(stage: Any, ranges: dict[E.IterVar, E.Range], state: dict[E.IterVar, IntervalSet],
@@ -124,9 +152,8 @@ def _pass_up_domain(stage: Any, ranges: dict[E.IterVar, E.Range], state: dict[E.
                 row, col = ops.cast(row, rel.outer.var.dtype), ops.cast(col, rel.inner.var.dtype)  # int64 fused
                 state[rel.outer] = IntervalSet.point(an.simplify(row + ranges[rel.outer].min))
                 state[rel.inner] = IntervalSet.point(an.simplify(col + ranges[rel.inner].min))
-            else:  # a range of fused values covers whole rows: take the full domains
-                state[rel.outer] = IntervalSet.from_range(ranges[rel.outer])
-                state[rel.inner] = IntervalSet.from_range(ranges[rel.inner])
+            else:
+                state[rel.outer], state[rel.inner] = _fused_range_up(rel, fused, ranges, matches, an)
         elif isinstance(rel, Rebase):
             expr = rel.rebased.var + ranges[rel.parent].min
             state[rel.parent] = eval_set(expr, {rel.rebased.var: state[rel.rebased]}, an)
@@ -186,6 +213,9 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
         raise LoomError(f"{stage.op.name} is computed at {attach[0].var.name}, but its consumer "
                         f"{consumer.op.name} does not run inside that loop")
     an = Analyzer()
+    for iv in consumer.leaf_iter_vars:  # the loops' ranges bound the index arithmetic (no wrap-around)
+        if iv in ranges:
+            an.bind(iv.var, ranges[iv], allow_override=True)
     _pass_up_domain(consumer, ranges, up, an)
     dom_map: dict[E.Var, IntervalSet] = {}
     for iv in root_iter_vars(consumer.op):
@@ -197,6 +227,9 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
         else:
             dom_map[iv.var] = IntervalSet.from_range(r)
         an.bind(iv.var, r, allow_override=True)
+    if isinstance(consumer.op, ScanOp):  # a step reads one row of each update (scan_bound)
+        scan_reads(consumer.op, dom_map, targets)
+        return
     if not isinstance(consumer.op, ComputeOp):  # extern and hybrid operations read their inputs whole
         for t in consumer.op.input_tensors:
             if t in targets:
@@ -210,8 +243,8 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
 
 def _infer_root(ctx: _Context, stage: Any, ranges: dict[E.IterVar, E.Range]) -> None:
     op = stage.op
-    if isinstance(op, HybridOp):  # computes its whole outputs: every loop runs over its own range
-        for iv in op.axis:
+    if isinstance(op, (HybridOp, ScanOp)):  # computes its whole outputs: every loop runs over its own range
+        for iv in root_iter_vars(op):
             ranges[iv] = _dom(iv)
         return
     if not isinstance(op, ComputeOp):
@@ -247,6 +280,7 @@ def infer_bound(sch: Any) -> InferBoundResult:
     """
     if not sch.is_normalized:
         sch = sch.normalize()
+    prepare_scans(sch)  # places the stages of each scan's update inside its loop
     ctx = _Context(sch)
     ranges: dict[E.IterVar, E.Range] = {}
     an = Analyzer()

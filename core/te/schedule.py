@@ -23,6 +23,7 @@ from ..ir import expr as E
 from ..ir.recursion import deep_recursion
 from .relations import IterVarAttr, Rebase, Relation
 from .operation import HybridOp
+from .scan import ScanOp
 from .tensor import ComputeOp, Operation, OpT, Tensor
 from . import schedule_compute as _compute
 from . import schedule_loops as _loops
@@ -41,6 +42,8 @@ def root_iter_vars(op: Operation) -> tuple[E.IterVar, ...]:
         return tuple(op.axis) + tuple(op.reduce_axis)
     if isinstance(op, HybridOp):
         return tuple(op.axis)
+    if isinstance(op, ScanOp):  # one loop, over the rows its update computes
+        return (op.scan_axis,)
     return ()
 
 
@@ -70,6 +73,9 @@ class Stage(Generic[OpT]):
         self.storage_aligns: dict[E.IterVar, tuple[int, int]] = {}
         self.double_buffer_: bool = False
         self.device: Any = None  # where the user placed the stage (on_device), resolved by loom.build
+        self.group: Any = None  # the innermost StageGroup holding the stage (create_group)
+        self.follows_group = False  # placed wherever its group is placed (schedule_group)
+        self.store_predicate: Optional[E.PrimExpr] = None  # only threads where it holds store (set_store_predicate)
 
     def __repr__(self) -> str:
         return f"stage({self.op.name}, {type(self.op).__name__})"
@@ -111,6 +117,12 @@ class Stage(Generic[OpT]):
         """Annotate the loop ``axis`` with ``pragma_<pragma_type>`` (value 1 unless given)."""
         _loops.pragma(self, axis, pragma_type, pragma_value)
 
+    def tensorize(self, axis: E.IterVar, intrin: Any) -> None:
+        """Compute the loops from ``axis`` inward with the tensor intrinsic ``intrin`` (see loom.te.tensorize)."""
+        from .tensorize import tensorize
+
+        tensorize(self, axis, intrin)
+
     # -- placement and storage (schedule_compute) ----------------------------------
     def compute_at(self, parent: Any, scope: E.IterVar) -> None:
         """Compute this stage inside the loop ``scope`` of the stage ``parent``."""
@@ -151,6 +163,21 @@ class Stage(Generic[OpT]):
         'interp'
         """
         _compute.on_device(self, where)
+
+    def set_store_predicate(self, predicate: Any) -> None:
+        """Store this stage's results only where ``predicate`` holds (``tx.var.equal(0)``: one thread of a group).
+
+        >>> import loom
+        >>> from loom.te.operation import placeholder, compute
+        >>> A = placeholder((8,), name="A")
+        >>> B = compute((8,), lambda i: A[i] + 1.0, name="B")
+        >>> s = create_schedule(B.op)
+        >>> s[B].set_store_predicate(B.op.axis[0].var < 4); str(s[B].store_predicate)
+        'i < 4'
+        """
+        from .cross_thread import check_store_predicate
+
+        self.store_predicate = check_store_predicate(self, predicate)
 
 
 def _as_ops(ops: Any) -> list[Operation]:
@@ -194,6 +221,7 @@ class Schedule:
         self.stages: list[Stage] = [Stage(op, op in self.outputs) for op in _post_dfs(self.outputs)]
         self.stage_map: dict[Operation, Stage] = {s.op: s for s in self.stages}
         self.is_normalized = False  # set on the copies normalize() returns
+        self.groups: list[Any] = []  # StageGroups, see create_group
 
     @overload
     def __getitem__(self, key: Tensor[_Op]) -> Stage[_Op]: ...
@@ -230,6 +258,33 @@ class Schedule:
         with deep_recursion("cache_write"):
             return cache_write(self, tensor, scope)
 
+    def rfactor(self, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0) -> Any:
+        """Factor the reduction loop ``axis`` of ``tensor`` into a new tensor of partial results (see rfactor).
+
+        ``s[tensor]`` then reduces that tensor over ``s[tensor].op.reduce_axis[0]``; a
+        tuple reduction returns one factored tensor per output.
+        """
+        from .rfactor import rfactor
+
+        with deep_recursion("rfactor"):
+            return rfactor(self, tensor, axis, factor_axis)
+
+    def create_group(self, outputs: Any, inputs: Any, include_inputs: bool = False) -> Any:
+        """Group the stages computing ``outputs`` from ``inputs`` to place them together.
+
+        The group's ``compute_at`` moves every member without a placement of its
+        own (see :mod:`loom.te.schedule_group`).
+        """
+        from .schedule_group import create_group
+
+        return create_group(self, outputs, inputs, include_inputs)
+
+    def as_node(self) -> Any:
+        """The record ``loom.save_json`` writes (``loom.load_json`` gives a Schedule back)."""
+        from .schedule_json import schedule_record
+
+        return schedule_record(self)
+
     def copy(self) -> Schedule:
         """An independent copy: primitives on it leave this schedule alone."""
         new = Schedule.__new__(Schedule)
@@ -250,6 +305,7 @@ class Schedule:
                 c.attach_stage = remap[id(c.attach_stage)]
         new.stage_map = {op: remap[id(s)] for op, s in self.stage_map.items()}
         new.is_normalized = False
+        new.groups = list(self.groups)
         return new
 
     def normalize(self) -> Schedule:

@@ -13,9 +13,9 @@ from typing import Any
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from ..ir.functor import Mutator, substitute
-from ..ir.reduce import Reduce
+from ..ir.functor import Mutator
 from .operation import HybridOp
+from .cache_relayout import relayout_cache_op
 from .schedule import Schedule, Stage
 from .tensor import ComputeOp, ExternOp, Operation, Tensor
 
@@ -106,7 +106,8 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tenso
 def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[ComputeOp] | list[Tensor[ComputeOp]]:
     """Compute ``tensor``'s operation into ``<name>.<scope>`` and make the original stage copy it out.
 
-    Call it before reshaping the stage's loops.  Every output of the operation
+    After ``split``/``fuse``/``reorder`` of the stage, the cache is laid out
+    like its loops (one dimension per data-parallel loop, TVM's relayout).  Every output of the operation
     is cached (a tuple reduction computes all of them together); a list of
     tensors gives a list of cache tensors.
 
@@ -131,22 +132,16 @@ def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[ComputeOp] | l
     if not isinstance(op, ComputeOp):
         raise LoomValueError(f"cache_write of {op.name}: only compute operations can be cached "
                              f"(this is a {type(op).__name__})")
-    if stage.relations or stage.iter_var_attrs:
-        raise LoomValueError(f"cache_write of {op.name}: call cache_write before split/fuse/reorder/bind or "
-                             f"annotations on the stage")
     if stage.attach_type == "inline":
         raise LoomValueError(f"cache_write of {op.name}: the stage is inlined")
-    axis = tuple(E.IterVar(iv.dom, E.Var(f"{iv.var.name}.c", iv.var.dtype), iv.iter_type) for iv in op.axis)
-    vsub = {old.var: new.var for old, new in zip(op.axis, axis)}
-    bodies = tuple(substitute(b, vsub) for b in op.body)
-    if op.reduce_axis and not all(isinstance(b, Reduce) for b in bodies):
-        raise LoomValueError(f"cache_write of {op.name}: a reduction's body must be a reduction")
-    cache_op = ComputeOp(f"{op.name}.{scope}", axis, op.reduce_axis, bodies, op.tag, op.attrs)
-    index = tuple(iv.var for iv in op.axis)
+    # After split/fuse/reorder the cache takes the layout of the stage's loops (relayout); the stage
+    # keeps its loops and copies the cache out.
+    cache_op, index = relayout_cache_op(stage, op, scope)
     stage.op = ComputeOp(op.name, op.axis, (), tuple(cache_op.output(k)[index] for k in range(op.num_outputs)),
                          op.tag, op.attrs)
-    stage.all_iter_vars = list(op.axis)
-    stage.leaf_iter_vars = list(op.axis)
+    reduce_axes = set(op.reduce_axis)
+    stage.all_iter_vars = [iv for iv in stage.all_iter_vars if iv not in reduce_axes]
+    stage.leaf_iter_vars = [iv for iv in stage.leaf_iter_vars if iv not in reduce_axes]
     cache_stage = Stage(cache_op)
     cache_stage.scope = scope
     sch.stages.insert(sch.stages.index(stage), cache_stage)

@@ -41,6 +41,7 @@ def compute_at(stage: Any, parent: Any, scope: E.IterVar) -> None:
                              f"(this is a {type(stage.op).__name__})")
     check_leaf(parent, scope, f"compute_at({stage.op.name})")
     stage.attach_type, stage.attach_stage, stage.attach_ivar = "scope", parent, scope
+    stage.follows_group = False
 
 
 def compute_inline(stage: Any) -> None:
@@ -55,11 +56,20 @@ def compute_inline(stage: Any) -> None:
         raise LoomValueError(f"compute_inline on {stage.op.name}: it is a reduction; a reduction cannot be "
                              f"inlined into its consumers")
     stage.attach_type, stage.attach_stage, stage.attach_ivar = "inline", None, None
+    stage.follows_group = False
 
 
 def compute_root(stage: Any) -> None:
-    """Compute ``stage`` at the top level; see :meth:`loom.te.schedule.Stage.compute_root`."""
+    """Compute ``stage`` at the top level; see :meth:`loom.te.schedule.Stage.compute_root`.
+
+    A member of a group goes back to following its group's placement.
+    """
     stage.attach_type, stage.attach_stage, stage.attach_ivar = "root", None, None
+    if stage.group is not None:
+        from .schedule_group import apply_group_placements
+
+        stage.follows_group = True
+        apply_group_placements(stage.group.schedule)
 
 
 def set_scope(stage: Any, scope: str) -> None:

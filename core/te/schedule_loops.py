@@ -205,9 +205,10 @@ def bind(stage: Any, iv: E.IterVar, thread: E.IterVar) -> None:
     if not isinstance(thread, E.IterVar) or not thread.thread_tag:
         raise LoomTypeError(f"bind on {stage.op.name}: expected a thread axis (loom.thread_axis(\"threadIdx.x\")), "
                             f"got {thread!r}")
-    if iv.iter_type == "reduce":
-        raise LoomValueError(f"bind on {stage.op.name}: {iv.var.name} is a reduction loop; cross-thread "
-                             f"reductions are not supported, bind a data-parallel loop")
+    if iv.iter_type == "reduce" and not thread.thread_tag.startswith("threadIdx."):
+        # the threads of a block can combine their values (a cross-thread reduction); blocks cannot
+        raise LoomValueError(f"bind on {stage.op.name}: {iv.var.name} is a reduction loop; it can be bound to "
+                             f"threadIdx.* (a cross-thread reduction), not to {thread.thread_tag}")
     attr = _attr(stage, iv)
     if attr.bind_thread is not None:
         raise LoomValueError(f"bind on {stage.op.name}: {iv.var.name} is already bound to {attr.bind_thread.var.name}")
@@ -221,10 +222,19 @@ def bind(stage: Any, iv: E.IterVar, thread: E.IterVar) -> None:
 
 
 def pragma(stage: Any, iv: E.IterVar, key: str, value: Any = None) -> None:
-    """Attach ``pragma_<key>`` to a leaf loop; see :meth:`loom.te.schedule.Stage.pragma`."""
+    """Attach ``pragma_<key>`` to a leaf loop; see :meth:`loom.te.schedule.Stage.pragma`.
+
+    As in TVM, the keys ``"unroll"`` and ``"vectorize"`` are the loop annotations
+    themselves (``stage.unroll(iv)``, ``stage.vectorize(iv)``), not pragmas.
+    """
     check_leaf(stage, iv, "pragma")
     if not isinstance(key, str) or not key:
         raise LoomTypeError(f"pragma on {stage.op.name}: the pragma key must be a non-empty string, got {key!r}")
+    if key in ("unroll", "vectorize"):
+        if value is not None:
+            raise LoomValueError(f"pragma {key!r} on {stage.op.name}: it takes no value (it is stage.{key}(axis))")
+        getattr(stage, key)(iv)
+        return
     if value is None:
         v: E.PrimExpr = ops.const(1, "int32")
     elif isinstance(value, str):

@@ -50,12 +50,16 @@ from ..ir.stmt import AttrStmt, IfThenElse, LetStmt, Stmt, seq
 from ..transform._util import uses_vars
 from ..transform.split_devices import DEVICE_SCOPE
 from .bound import infer_bound
-from .loop_nest import if_nest, make_bound_check, make_loop_nest, merge_nest
+from .cross_thread import lower_cross_thread, predicate_guard, store_predicates, thread_reduce_leaves
+from .loop_nest import make_bound_check, make_loop_nest, merge_nest
 from .relations import pass_down_bitmask
 from .schedule import Schedule
 from .operation import HybridOp
 from .schedule_hybrid import lower_hybrid_stage
+from .scan import ScanOp
+from .scan_lower import lower_scan_stage, redirect_scan_tensors
 from .tensor import ComputeOp, PlaceholderOp
+from .tensorize import make_tensorize, tensorized_at
 
 __all__ = ["schedule_to_stmt"]
 
@@ -81,7 +85,7 @@ class _Lowering:
             body = self.pipeline(stage, body)
         if body is None:
             raise LoomError("the schedule computes nothing: its outputs are all placeholders")
-        return body
+        return redirect_scan_tensors(body, self.sch)
 
     # -- one stage ---------------------------------------------------------------
     def attach(self, stage: Any, iv: E.IterVar, body: Stmt) -> Stmt:
@@ -97,6 +101,8 @@ class _Lowering:
             producer = self.compute(stage)
         elif isinstance(op, HybridOp):
             producer = lower_hybrid_stage(stage, self.bounds, lambda iv, b: self.attach(stage, iv, b))
+        elif isinstance(op, ScanOp):
+            producer = lower_scan_stage(self, stage)
         else:
             producer = self.extern(stage)
         if stage.double_buffer_:
@@ -131,17 +137,23 @@ class _Lowering:
         return body
 
     def compute(self, stage: Any) -> Stmt:
+        if tensorized_at(stage) is not None:
+            return make_tensorize(stage, self.bounds, self.bodies[stage], lambda iv, b: self.attach(stage, iv, b),
+                                  self.sch.stages)
         op: ComputeOp = stage.op
         outputs = [stage.origin_op.output(k) for k in range(op.num_outputs)]
         index = [iv.var for iv in op.axis]
         bodies = self.bodies[stage]
         dom_map, declared = _bounds_in_leaf_vars(stage, op, self.bounds)
+        guard = predicate_guard(stage, self.bounds)  # if_nest, with the store predicate's threads bound
+        if thread_reduce_leaves(stage):  # reduction loops bound to threads: the threads reduce together
+            return lower_cross_thread(stage, bodies, dom_map, declared, lambda iv, b: self.attach(stage, iv, b), guard)
         values: dict[E.IterVar, E.PrimExpr] = {}
         main = make_loop_nest(stage, dom_map, 0, False, set(), values, lambda iv, b: self.attach(stage, iv, b))
-        preds = make_bound_check(stage, dom_map, values, False, set(), declared)
+        preds = make_bound_check(stage, dom_map, values, False, set(), declared) + store_predicates(stage)
         if not op.reduce_axis:
             stores = seq(*(ProducerStore(t, b, index) for t, b in zip(outputs, bodies)))
-            return merge_nest(main, if_nest(preds, substitute(stores, _vmap(values))))
+            return merge_nest(main, guard(preds, substitute(stores, _vmap(values))))
         red = bodies[0]
         if not isinstance(red, Reduce):
             raise LoomError(f"{op.name} has reduction axes but its body is not a reduction")
@@ -154,12 +166,12 @@ class _Lowering:
         init_values = {iv: values[iv] for iv in leaves[:begin]}
         skip = {iv for iv, f in flags.items() if f == 2}
         init_nest = make_loop_nest(stage, dom_map, begin, True, skip, init_values)
-        init_preds = make_bound_check(stage, dom_map, init_values, True, skip, declared)
+        init_preds = make_bound_check(stage, dom_map, init_values, True, skip, declared) + store_predicates(stage)
         init_exprs = red.init or red.combiner.identity_element
         init = seq(*(ProducerStore(t, v, index) for t, v in zip(outputs, init_exprs)))
-        init = merge_nest(init_nest, if_nest(init_preds, substitute(init, _vmap(init_values))))
+        init = merge_nest(init_nest, guard(init_preds, substitute(init, _vmap(init_values))))
         update = substitute(_update(red, outputs, index), _vmap(values))
-        update = merge_nest(main[begin + 1:], if_nest(preds, update))
+        update = merge_nest(main[begin + 1:], guard(preds, update))
         return merge_nest(main[:begin + 1], seq(init, update))
 
 

@@ -17,9 +17,10 @@ from ._calls import register_extern, registered_externs, unregister_extern
 from ._errors import AssertionFailed, BarrierError, DivisionByZero, InterpreterError, OutOfBoundsError, RaceError
 from ._memory import Memory
 from .interpreter import DEFAULT_MAX_WHILE_ITERATIONS, Interpreter, evaluate
+from .numeric import assert_allclose
 
 __all__ = [
     "evaluate", "Interpreter", "register_extern", "unregister_extern", "registered_externs",
     "InterpreterError", "OutOfBoundsError", "AssertionFailed", "DivisionByZero", "RaceError", "BarrierError", "Memory",
-    "DEFAULT_MAX_WHILE_ITERATIONS",
+    "DEFAULT_MAX_WHILE_ITERATIONS", "assert_allclose",
 ]

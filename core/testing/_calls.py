@@ -15,6 +15,7 @@
   per argument (see ``_device``).
 * ``tir.tvm_storage_sync`` is a barrier inside a launch region (``_gpu``), a
   no-op elsewhere.
+* ``tir.call_packed`` runs a global function (``_packed``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ._codegen import Code, lambda_
 from ._device import import_call
 from ._errors import InterpreterError
 from ._gpu import compile_barrier
+from ._packed import compile_call_packed, compile_packed_array
 from . import _values as V
 
 __all__ = ["compile_call", "register_extern", "unregister_extern", "registered_externs"]
@@ -180,6 +182,7 @@ def _storage_sync(comp: Any, node: E.Call, want: bool) -> Code:
 _SPECIAL = {
     "tir.if_then_else": _if_then_else, "tir.likely": _likely, "tir.reinterpret": _reinterpret,
     "tir.call_extern": _extern, "tir.call_pure_extern": _extern, "tir.tvm_storage_sync": _storage_sync,
+    "tir.call_packed": compile_call_packed, "tir.packed_array": compile_packed_array,
 }
 
 

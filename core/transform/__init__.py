@@ -23,6 +23,7 @@ from .storage_rewrite import StorageRewrite, storage_rewrite
 from .make_api import MakeAPI, make_api
 from .split_host_device import SplitHostDevice, split_host_device
 from .thread_sync import ThreadSync, thread_sync
+from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_intrin import LowerIntrin, lower_intrin
 
 __all__ = [
@@ -34,5 +35,5 @@ __all__ = [
     "RemoveNoOp", "remove_no_op", "RewriteUnsafeSelect", "rewrite_unsafe_select",
     "InjectVirtualThread", "inject_virtual_thread", "InjectDoubleBuffer", "inject_double_buffer",
     "StorageRewrite", "storage_rewrite", "MakeAPI", "make_api", "SplitHostDevice", "split_host_device",
-    "ThreadSync", "thread_sync", "LowerIntrin", "lower_intrin",
+    "ThreadSync", "thread_sync", "LowerIntrin", "lower_intrin", "LowerThreadAllreduce",
 ]

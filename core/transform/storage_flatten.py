@@ -16,7 +16,9 @@ dim, factor, offset)``) pads the allocated buffer's stride of ``dim`` to
 ``stride % factor == offset``; ``double_buffer_scope`` moves from the tensor
 to the buffer's data var; ``extern_buffer_bind`` (``Array([placeholder,
 tensor])``) makes an extern's placeholder buffer read and write the tensor's
-storage; ``realize_scope`` sets the scope of the realize it wraps.  Under
+storage; ``buffer_bind_scope`` (tensorize) makes a declared buffer a view of
+a region of a tensor (:mod:`loom.transform.buffer_bind`); ``realize_scope``
+sets the scope of the realize it wraps.  Under
 ``tir.instrument_bound_checkers`` every statement that accesses a buffer is
 preceded by an assertion that its indices are inside the buffer's shape.
 
@@ -41,6 +43,7 @@ from ..ir.functor import Mutator, collect
 from ..ir.node import fields_of
 from ..ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from ._util import const_int, is_op_call
+from .auto_broadcast import broadcast_accesses
 from .pass_base import Pass, PassContext, prim_func_pass
 
 __all__ = ["StorageFlatten", "storage_flatten"]
@@ -147,6 +150,10 @@ class _Flattener(Mutator):
             return S.AttrStmt(self.entry(s.node, "double_buffer_scope of").buffer.data, key, s.value, body)
         if key == "extern_buffer_bind":
             return self._extern_bind(s)
+        if key == "buffer_bind_scope":  # tensorize: an intrinsic's buffer views a region of a tensor
+            from .buffer_bind import bind_buffer_scope
+
+            return bind_buffer_scope(self, s)
         return self.generic_visit(s)
 
     def _extern_bind(self, s: S.AttrStmt) -> S.Stmt:
@@ -265,6 +272,8 @@ def storage_flatten(func: PrimFunc, instrument_bound_checkers: bool = False) -> 
         if not isinstance(b, Buffer):
             raise IRError(f"tensor_binds maps {getattr(t, 'name', t)} to a {type(b).__name__}, not a Buffer")
     body = _Flattener(binds, _align_info(func.body)).visit(func.body)
+    if any(b.buffer_type == "auto_broadcast" for b in binds.values()):
+        body = broadcast_accesses(body)
     if instrument_bound_checkers:
         body = instrument_bound_checks(body)
     attrs_ = {k: v for k, v in func.attrs.items() if k != "tensor_binds"}

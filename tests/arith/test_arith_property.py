@@ -301,3 +301,95 @@ def test_simplify_under_a_constraint_keeps_value_where_it_holds(case, data):
     with an.constraint_scope(cond):
         s = an.simplify(e)
     assert_same_value(e, s, [env for env in envs if defined(cond, env)], "simplify under a constraint")
+
+
+# ---------------------------------------------------------------------------
+# Expressions shaped like the left-hand sides of the index rules (min/max with
+# arithmetic, quotients and remainders, canonical comparisons), with random
+# operands, constants and ranges: the random trees above rarely hit them.
+
+FD, FM, TD, TM, MN, MX = E.FloorDiv, E.FloorMod, E.Div, E.Mod, E.Min, E.Max
+
+
+def _shapes(u, v, w, c1, c2, c3, k):
+    """Candidate expressions from operands ``u v w`` and constants (IntImm) ``c1 c2 c3 k``."""
+    t = u.dtype
+    ck = E.IntImm(t, c2.value * k.value) if abs(c2.value * k.value) < 1 << (t.bits - 1) else c2
+    return [
+        E.Add(MN(E.Add(u, c1), v), c2), E.Add(MX(v, E.Add(u, c1)), E.IntImm(t, -c1.value if c1.value > -(1 << (t.bits - 1)) else 0)),
+        E.Add(MN(u, E.Sub(v, w)), w), E.Add(w, MX(E.Sub(v, w), u)), E.Sub(MN(u, v), u), E.Sub(v, MX(u, v)),
+        E.Sub(u, MN(E.Add(u, v), w)), E.Sub(MX(w, E.Add(v, u)), u), MN(E.Sub(c1, u), c2), MX(E.Mul(u, c2), ck),
+        MN(E.Mul(FD(E.Add(u, c1), c2), c2), u), MX(u, E.Mul(FD(u, c2), c2)), MN(MX(u, v), MX(w, u)),
+        MX(MX(MX(u, v), w), v), MN(TD(u, c2), TD(v, c2)), MX(FD(u, c2), FD(v, c2)), E.Mul(MN(u, v), MX(v, u)),
+        FD(E.Add(FD(u, c1), c2), c3), FD(MN(E.Mul(u, ck), v), c2), FD(E.Add(E.Mul(u, v), w), v), FD(E.Add(u, v), u),
+        FM(E.Add(w, E.Mul(v, u)), v), FM(E.Mul(u, c1), c2), TM(u, c1), TD(E.Add(u, E.Mul(v, w)), w),
+        E.Sub(FD(E.Add(u, c1), c2), FD(E.Add(u, c3), c2)), E.Sub(u, E.Mul(FD(E.Add(u, c1), c2), c2)),
+        E.Sub(E.Mul(FD(E.Add(u, v), c2), ck), E.Mul(u, k)), E.Select(E.LT(u, v), u, w) - u,
+        E.LT(E.Mul(FD(u, c2), c2), E.Add(u, v)), E.LE(E.Add(u, w), E.Mul(FD(E.Add(u, c1), c2), c2)),
+        E.LT(TD(u, c2), c1), E.LE(c1, TD(u, c2)), E.LT(MN(u, c1), c2), E.LT(E.Add(u, c1), MX(c2, u)),
+        E.LT(c1, E.Sub(c2, u)), E.LE(E.Sub(c1, u), c2), E.EQ(E.Mul(u, v), E.IntImm(t, 0)),
+        E.LE(E.Sub(E.Mul(u, c2), E.Mul(v, ck)), c1), E.LT(u, E.Add(w, u)), E.NE(E.Mul(u, v), E.IntImm(t, 0)),
+    ]
+
+
+@st.composite
+def shaped_cases(draw):
+    dtype = loom.DataType.of(draw(st.sampled_from(["int32", "int64"])))
+    variables = [loom.var(n, dtype) for n in "xyz"]
+    bounds = {v: draw(ranges(dtype)) for v in variables}
+    u, v, w = (draw(int_exprs(dtype, variables, 1)) for _ in range(3))
+    small = st.one_of(st.integers(-9, 9), consts(dtype))
+    c1, c2, c3 = (E.IntImm(dtype, draw(small)) for _ in range(3))
+    e = draw(st.sampled_from(_shapes(u, v, w, c1, c2, c3, E.IntImm(dtype, draw(st.integers(-3, 3))))))
+    rng = draw(st.randoms(use_true_random=False))
+    envs = [{v: lo for v, (lo, hi) in bounds.items()}, {v: hi for v, (lo, hi) in bounds.items()}]
+    envs += [{v: rng.randint(lo, hi) for v, (lo, hi) in bounds.items()} for _ in range(14)]
+    return Case(e, bounds, envs)
+
+
+@SETTINGS
+@given(shaped_cases())
+def test_index_rules_keep_value(case):
+    e, bounds, envs = case
+    an = make_analyzer(bounds)
+    assert_same_value(e, an.simplify(e), envs, "simplify")
+    assert_same_value(e, an.rewrite_simplify(e), envs, "rewrite_simplify")
+    assert_same_value(e, an.canonical_simplify(e), envs, "canonical_simplify")
+
+
+@SETTINGS
+@given(shaped_cases(), st.data())
+def test_index_rules_under_facts_keep_value_where_they_hold(case, data):
+    e, bounds, envs = case
+    variables = list(bounds)
+    cond = data.draw(bool_exprs(variables[0].dtype, variables, 1))
+    an = make_analyzer(bounds)
+    with an.constraint_scope(cond):
+        s = an.simplify(e)
+    assert_same_value(e, s, [env for env in envs if defined(cond, env)], "simplify under a constraint")
+
+
+@settings(max_examples=EXAMPLES // 2, deadline=None)
+@given(cases(), st.data())
+def test_bounds_and_residues_under_modular_facts_hold(case, data):
+    """Facts ``v % m == r`` (floored or truncated) narrow residues; every claim must hold where they do."""
+    e, bounds, envs = case
+    variables = list(bounds)
+    t = variables[0].dtype
+    facts = []
+    for v in data.draw(st.lists(st.sampled_from(variables), max_size=3)):
+        m = data.draw(st.sampled_from([2, 3, 4, 5, 7, 8, -4]))
+        op = data.draw(st.sampled_from([E.FloorMod, E.Mod]))
+        facts.append(E.EQ(op(v, E.IntImm(t, m)), E.IntImm(t, data.draw(st.integers(-6, 6)))))
+    an = make_analyzer(bounds)
+    holds = [env for env in envs if all(defined(f, env) for f in facts)]
+    with an.constraint_scope(loom.all(*facts) if facts else loom.const(True)):
+        for sub in loom.ir.collect(e, lambda n: isinstance(n, E.PrimExpr)):
+            b, m = an.const_int_bound(sub), an.modular_set(sub)
+            for env in holds:
+                val = defined(sub, env)
+                if val is None:
+                    continue
+                assert b.min_value <= val <= b.max_value, f"{sub} = {val} outside {b} under {facts}"
+                assert (val == m.base) if m.coeff == 0 else (val % m.coeff == m.base), f"{sub} = {val} not in {m}"
+        assert_same_value(e, an.simplify(e), holds, "simplify under modular facts")

@@ -133,7 +133,7 @@ def bit_counts(a):
 
 @script
 def min_max(a):
-    """Several outputs returned as a tuple."""
+    """Several outputs (a list of tensors when compiled, a tuple of arrays when emulated)."""
     lo = output_tensor((a.shape[0],), a.dtype)
     hi = output_tensor((a.shape[0],), a.dtype)
     for i in range(a.shape[0]):

@@ -72,15 +72,6 @@ def two_inputs(a, b):
 
 
 @script
-def writes_input(a):
-    b = output_tensor(a.shape, a.dtype)
-    for i in range(a.shape[0]):
-        a[i] = 0.0
-        b[i] = a[i]
-    return b
-
-
-@script
 def assigns_loop_var(a):
     b = output_tensor(a.shape, a.dtype)
     for i in range(a.shape[0]):
@@ -252,8 +243,6 @@ RULES = {
                                  ("a.shape[i]", "i]"), "a.shape can only be indexed by a constant; i is not one"),
     "container index not constant": (container_by_loop_var, lambda: [_a(3), loom.convert([1.0, 2.0, 3.0])],
                                      ("offsets[i]", "i]"), "container offsets can only be indexed by a constant"),
-    "write to an input": (writes_input, lambda: [_a()], ("a[i] = 0.0", "a[i]"),
-                          "cannot write to the input tensor a"),
     "assign a loop variable": (assigns_loop_var, lambda: [_a()], ("i = 0", "i"),
                                "cannot assign to the loop variable i"),
     "variable keeps its dtype": (variable_changes_dtype, lambda: [_a()], ("s += a[i]", "s += a[i]"),

@@ -13,7 +13,7 @@ from loom.testing.conformance.harness import buildable_cpu_kinds as buildable_ki
 
 
 def _as_tuple(x):
-    return x if isinstance(x, tuple) else (x,)
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 def _shape_vars(tensors):

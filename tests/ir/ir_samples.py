@@ -73,6 +73,15 @@ def _extern() -> Any:
     return ExternOp("ext", [P], [inp], [out], body).output(0)
 
 
+def _scan() -> Any:
+    from loom.te.scan import scan
+
+    state = loom.placeholder((loom.var("m"), 4), name="state")
+    init = loom.compute((1, 4), lambda _, i: loom.const(0.0), name="init")
+    update = loom.compute(state.shape, lambda t, i: state[t - 1, i] + 1.0, name="update")
+    return scan(init, update, state, name="sc", tag="count", attrs={"note": "x"}).op
+
+
 def _binary(cls: type) -> Callable[[], Any]:
     return lambda: cls(_x(), loom.const(3))
 
@@ -128,6 +137,8 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "te.ComputeOp": lambda: _compute().op,
     "te.ExternOp": lambda: _extern().op,
     "te.HybridOp": _hybrid,
+    "te.ScanOp": _scan,
+    "ir.EnvFunc": lambda: loom.ir.EnvFunc("sample.global.function"),  # by name: need not be registered
     "te.Tensor": _compute,
     # Targets use the built-in `interp` kind so the samples need no backend installed.
     "target.Target": lambda: Target("interp", host="interp"),

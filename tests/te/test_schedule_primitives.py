@@ -138,8 +138,8 @@ def test_vectorizing_or_binding_a_reduction_axis_is_an_error():
     s = create_schedule(B.op)
     with pytest.raises(LoomValueError, match="reduction loop"):
         s[B].vectorize(k)
-    with pytest.raises(LoomValueError, match="cross-thread"):
-        s[B].bind(k, thread_axis("threadIdx.x"))
+    with pytest.raises(LoomValueError, match="cross-thread"):  # threads of a block can reduce; blocks cannot
+        s[B].bind(k, thread_axis("blockIdx.x"))
     s[B].unroll(k)  # unrolling a reduction is fine
 
 
@@ -280,12 +280,22 @@ def test_cache_read_rewires_only_the_readers():
     assert AA.shape[0].value == 8
 
 
-def test_cache_write_must_come_before_loop_changes():
+def test_cache_write_after_a_split_lays_the_cache_out_like_the_loops():
     A = placeholder((8,), name="A")
     B = compute((8,), lambda i: A[i] * 2.0, name="B")
     s = create_schedule(B.op)
     s[B].split(B.op.axis[0], factor=2)
-    with pytest.raises(LoomValueError, match="before split"):
+    BL = s.cache_write(B, "local")
+    assert [int(d) for d in BL.shape] == [4, 2]
+
+
+def test_cache_write_refuses_a_split_reduction_axis():
+    A = placeholder((8, 8), name="A")
+    k = reduce_axis((0, 8), name="k")
+    B = compute((8,), lambda i: rsum(A[i, k], axis=k), name="B")
+    s = create_schedule(B.op)
+    s[B].split(k, factor=2)
+    with pytest.raises(LoomValueError, match="reduction axis k was already split"):
         s.cache_write(B, "local")
     with pytest.raises(LoomValueError, match="only compute operations"):
         create_schedule(B.op).cache_write(A, "local")

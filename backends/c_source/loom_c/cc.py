@@ -126,18 +126,24 @@ def _host_specific(compiler: str, flags: tuple[str, ...]) -> str:
     return " ".join(w for w in words if "/" not in w) or f"{platform.node()} {platform.processor()}"
 
 
-def _command(compiler: str, flags: str, openmp: bool, output: str, source: str) -> list[str]:
+def _command(compiler: str, flags: str, openmp: bool, output: str, source: str, *more: str) -> list[str]:
     return [*shlex.split(compiler), *c_flags(flags), *(["-fopenmp"] if openmp else []),
-            "-shared", "-fPIC", "-o", output, source, "-lm"]
+            "-shared", "-fPIC", "-o", output, source, *more, "-lm"]
 
 
-def _compile(source: str, compiler: str, flags: str, openmp: bool, output: str) -> list[str]:
-    """Compile ``source`` into the shared library ``output``; the command on success."""
+def _compile(source: str, compiler: str, flags: str, openmp: bool, output: str,
+             extra: Sequence[str] = ()) -> list[str]:
+    """Compile ``source`` (and the ``extra`` translation units) into the shared library ``output``; the command."""
     with tempfile.TemporaryDirectory(prefix="loom_c_") as work:
         src = os.path.join(work, "module.c")
         with open(src, "w", encoding="utf-8") as fh:
             fh.write(source)
-        command = _command(compiler, flags, openmp, output, src)
+        more = []
+        for k, text in enumerate(extra):
+            more.append(os.path.join(work, f"import_c_{k}.c"))
+            with open(more[-1], "w", encoding="utf-8") as fh:
+                fh.write(text)
+        command = _command(compiler, flags, openmp, output, src, *more)
         start = time.perf_counter()
         done = _run(command, "")
         log.debug("%s (exit status %d, %.3f s)", shlex.join(command), done.returncode, time.perf_counter() - start)
@@ -160,8 +166,10 @@ def compiler_identity(compiler: str, flags: str) -> str:
 
 
 def compile_library(source: str, compiler: str = "cc", flags: str = "-O3 -march=native",
-                    openmp: bool = True) -> bytes:
+                    openmp: bool = True, extra: Sequence[str] = ()) -> bytes:
     """Compile ``source`` into a shared library; its bytes.
+
+    ``extra`` are further C translation units linked in (code imported with ``pragma import_c``).
 
     :param compiler: the compiler command (may hold arguments, e.g. ``"ccache cc"``).
     :param flags: extra flags, between ``-ffp-contract=off`` and ``-fwrapv``.
@@ -171,7 +179,10 @@ def compile_library(source: str, compiler: str = "cc", flags: str = "-O3 -march=
     """
     with tempfile.TemporaryDirectory(prefix="loom_c_") as work:
         out = os.path.join(work, "module.so")
-        _compile(source, compiler, flags, openmp, out)
+        if extra:
+            _compile(source, compiler, flags, openmp, out, extra)
+        else:  # the common case keeps _compile's original five-argument call
+            _compile(source, compiler, flags, openmp, out)
         with open(out, "rb") as fh:
             return fh.read()
 

@@ -20,7 +20,8 @@ CPU's native calling convention of :mod:`loom.runtime.abi`:
   calls it directly when this file defines it, else through its import slot
   ``loom_import_<name>`` (see :func:`loom.runtime.abi.import_symbol`): a
   default-visibility global function pointer, 0 until the runtime links it.
-  A failing callee makes the caller return -1 with the callee's message.
+  A failing callee makes the caller return -1 with the callee's message;
+* ``call_packed`` calls the runtime's ``loom_rt_call_packed`` slot (:mod:`loom_c.packed`).
 
 Vector values use GCC vector types; parallel loops get ``#pragma omp parallel
 for`` when OpenMP is on.  Signed arithmetic wraps like the IR's only when
@@ -57,8 +58,10 @@ from loom.ir.function import IRModule, PrimFunc
 from loom.runtime.abi import (DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL, DEVICE_ID_ANNOTATION, DEVICE_TYPE_ANNOTATION,
                               NATIVE_ALIGNMENT, abi_vars, function_symbol, import_symbol)
 from loom.runtime.native_library import THREADS_SYMBOL
+from loom.runtime.packed import PACKED_CALL_SYMBOL
 
 from .intrinsic_rules import rules_for
+from .packed import PACKED_CALL_TYPEDEF, render_call_packed
 
 __all__ = ["CRenderer", "CSource", "generate"]
 
@@ -71,6 +74,7 @@ _RUNTIME_SLOTS = {
                           "typedef void *(*loom_device_alloc_t)(int32_t, int32_t, uint64_t, uint64_t, const char **);"),
     DEVICE_FREE_SYMBOL: ("loom_device_free_t",
                          "typedef int32_t (*loom_device_free_t)(int32_t, int32_t, void *, const char **);"),
+    PACKED_CALL_SYMBOL: PACKED_CALL_TYPEDEF,
 }
 _BITS_OF_F64 = ("static inline uint64_t loom_bits_of_f64(double d) { uint64_t w; memcpy(&w, &d, sizeof w); "
                 "return w; }")
@@ -94,6 +98,7 @@ class CRenderer(CStyleRenderer):
         "omp_get_max_threads(); }\n")
     #: The most argument pointers are assumed aligned to (what the runtime guarantees).
     param_alignment: ClassVar[int] = NATIVE_ALIGNMENT
+    code_for_op: ClassVar[dict[Any, Any]] = {**CStyleRenderer.code_for_op, "tir.call_packed": render_call_packed}
 
     def __init__(self, openmp: bool = False, target: Any = None) -> None:
         super().__init__(openmp, rules_for(target))

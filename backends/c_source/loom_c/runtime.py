@@ -4,7 +4,8 @@
 
 * ``options``: the target's ``compiler``, ``flags`` and ``openmp`` (:class:`COptions`);
 * ``render``: every PrimFunc in one C translation unit (:func:`loom_c.codegen.generate`,
-  with OpenMP pragmas when ``openmp`` is on);
+  with OpenMP pragmas when ``openmp`` is on), and the C code the schedule imports
+  (``pragma import_c``, more translation units; ``import_llvm`` is refused);
 * ``compile``: the system compiler's shared library (:func:`loom_c.cc.compile_library`);
   the core caches it on disk, keyed with :func:`loom_c.cc.compiler_identity`;
 * ``load``: the library opened with ctypes, as a :class:`CModule`.
@@ -34,15 +35,18 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import tempfile
 from typing import Mapping
 
 import attrs
 
 from loom.backend import Backend, BackendOptions, ModuleInfo
+from loom.backend.imported_code import imported_sources, sources_of
 from loom.errors import LoomValueError
 from loom.ir.function import IRModule
-from loom.runtime.native_library import library_metadata, link_shared_library
+from loom.runtime.extern_libraries import link_arguments, load_libraries
+from loom.runtime.native_library import library_metadata, link_shared_library, save_object
 from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
@@ -85,14 +89,31 @@ class CBackend(Backend):
 
     def render(self, mod: IRModule, options: BackendOptions) -> Mapping[str, str]:
         assert isinstance(options, COptions)
-        return {"c": generate(mod, openmp=options.openmp).text}
+        imported = imported_sources(mod)
+        if any(name.startswith("import_llvm") for name in imported):
+            raise LoomValueError("pragma import_llvm links LLVM IR, which the c target cannot compile: build for "
+                                 "llvm, or import the C source with pragma import_c")
+        return {"c": generate(mod, openmp=options.openmp).text, **imported}
 
     def compile(self, sources: Mapping[str, str], options: BackendOptions) -> bytes:
         assert isinstance(options, COptions)
-        return compile_library(sources["c"], options.compiler, options.flags, options.openmp)
+        return compile_library(sources["c"], options.compiler, options.flags, options.openmp,
+                               extra=sources_of(sources, "c"))
 
     def load(self, data: bytes, info: ModuleInfo) -> CModule:
         return CModule(data, info)
+
+
+_EXTERN_DECL = re.compile(r"^extern [^(;]*?\b([A-Za-z_]\w*)\(", re.MULTILINE)
+
+
+def extern_symbols(source: str) -> list[str]:
+    r"""The external functions a rendered translation unit declares (``extern T name(...);``).
+
+    >>> extern_symbols("extern int32_t f(float);\nextern void * g(void *, int32_t);\nint h(void);")
+    ['f', 'g']
+    """
+    return _EXTERN_DECL.findall(source)
 
 
 def _library_file(data: bytes) -> tuple[str, tempfile.TemporaryDirectory[str]]:
@@ -121,6 +142,8 @@ class CModule(NativeModule):
     def __init__(self, data: bytes, info: ModuleInfo) -> None:
         self.target = Target(info.target)
         self._source_text = info.sources.get("c", "")
+        self._imported_c = sources_of(info.sources, "c")  # pragma import_c: more translation units
+        load_libraries(extern_symbols(self._source_text))  # BLAS...: dlopen resolves the module's calls against them
         path, keep = _library_file(data)
         self._library = SharedLibrary(path, keep)
         renderer = CRenderer()
@@ -154,5 +177,39 @@ class CModule(NativeModule):
             src = os.path.join(work, "module.c")
             with open(src, "w", encoding="utf-8") as fh:
                 fh.write(self._source_text)
-            link_shared_library(path, [src], metadata, compiler=attrs_["compiler"], flags=c_flags(attrs_["flags"]),
+            imported = []
+            for k, text in enumerate(self._imported_c):
+                imported.append(os.path.join(work, f"import_c_{k}.c"))
+                with open(imported[-1], "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            libs = link_arguments(extern_symbols(self._source_text))  # dependencies, found by rpath
+            link_shared_library(path, [src, *imported, *libs], metadata, compiler=attrs_["compiler"],
+                                flags=c_flags(attrs_["flags"]),
                                 openmp=bool(attrs_["openmp"]))
+
+    def save(self, path: str | os.PathLike[str], fmt: str = "") -> None:
+        """Write the C source (``.c``) or an object file (``.o``, metadata included) to ``path``.
+
+        ``fmt`` is ``"c"`` or ``"o"``; by default the suffix of ``path`` says which.  The
+        shared library a linker makes of the object (``loom.contrib.cc.create_shared``)
+        loads with :func:`loom.runtime.load_module`.
+        """
+        fmt = fmt or os.path.splitext(os.fspath(path))[1].lstrip(".")
+        if fmt == "c":
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(self._source_text)
+            return
+        if fmt not in ("o", "obj"):
+            raise LoomValueError(f"save() writes 'c' or 'o' files; got {fmt!r} for {os.fspath(path)!r}")
+        attrs_ = self.target.attrs
+        metadata = library_metadata(self, sources={"c": self._source_text}, symbols=self._symbols)
+        with tempfile.TemporaryDirectory(prefix="loom_c_save_") as work:
+            sources = [os.path.join(work, "module.c")]
+            with open(sources[0], "w", encoding="utf-8") as fh:
+                fh.write(self._source_text)
+            for k, text in enumerate(self._imported_c):  # pragma import_c: more translation units
+                sources.append(os.path.join(work, f"import_c_{k}.c"))
+                with open(sources[-1], "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            flags = c_flags(attrs_["flags"]) + (["-fopenmp"] if attrs_["openmp"] else [])
+            save_object(path, sources, metadata, compiler=attrs_["compiler"], flags=flags)

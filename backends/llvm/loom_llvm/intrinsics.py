@@ -5,7 +5,8 @@ The target-level choice of how a math op is computed (``tir.exp`` -> ``llvm.exp`
 rewrites, which LowerIntrin applies before code generation.  What reaches this
 module is then:
 
-* ``tir.call_llvm_pure_intrin(name, *operands)``: a call of the LLVM intrinsic
+* ``tir.call_llvm_pure_intrin(name, *operands)`` (and ``tir.call_llvm_intrin``,
+  the same call with side effects): a call of the LLVM intrinsic
   ``name`` overloaded on the first operand's type (``llvm.exp.v8f32``), returning
   the call's type;
 * ``tir.call_extern``/``tir.call_pure_extern(name, *operands)``: a C function;
@@ -13,6 +14,7 @@ module is then:
 * ops that are about bits and control, not math libraries: ``abs``,
   ``popcount``, ``isnan``, ``likely``, ``reinterpret``, ``if_then_else``,
   ``tvm_storage_sync``;
+* ``tir.call_packed``: a call of the runtime's packed-call slot (:mod:`.packed`);
 * anything else: the target's rule applied here (the module was not lowered by
   LowerIntrin), then emitted as above.
 """
@@ -122,6 +124,18 @@ def _call_extern(em: ExprEmitter, call: E.Call) -> ir.Value:
     return em.lanes(lanes, args, lambda *xs: em.builder.call(fn, list(xs)))
 
 
+def _access_ptr(em: ExprEmitter, call: E.Call) -> ir.Value:
+    # tvm_access_ptr(type_annotation(t), data, offset, extent, mask): the address of element ``offset`` (of t).
+    from .codegen_expr import llvm_type
+
+    annotation, data, offset = call.args[0], call.args[1], call.args[2]
+    elem = llvm_type(annotation.dtype, memory=True)
+    b = em.builder
+    base = b.bitcast(em.expr(data), elem.as_pointer())
+    index = em.convert(em.expr(offset), offset.dtype, offset.dtype.with_bits(64))
+    return b.bitcast(b.gep(base, [index], source_etype=elem), em.llvm_type(call.dtype))
+
+
 def _storage_sync(em: ExprEmitter, call: E.Call) -> ir.Value:
     # One CPU thread runs the whole function: there is nothing to wait for.
     return ir.Constant(em.llvm_type(call.dtype), 0)
@@ -144,13 +158,20 @@ def _bitwise(em: ExprEmitter, call: E.Call) -> ir.Value:
     return {"tir.bitwise_and": b.and_, "tir.bitwise_or": b.or_, "tir.bitwise_xor": b.xor}[name](x, y)
 
 
+def _call_packed(em: ExprEmitter, call: E.Call) -> ir.Value:
+    from .packed import emit_call_packed  # .packed reaches this module through .calls: import on use
+
+    return emit_call_packed(em, call)  # type: ignore[arg-type]  # statement emitters emit every call
+
+
 INTRINSIC_EMITTERS: dict[str, Emitter] = {
     **dict.fromkeys(("tir.shift_left", "tir.shift_right", "tir.bitwise_and", "tir.bitwise_or", "tir.bitwise_xor",
                      "tir.bitwise_not"), _bitwise),
-    "tir.call_llvm_pure_intrin": _llvm_intrinsic,
+    "tir.call_llvm_pure_intrin": _llvm_intrinsic, "tir.call_llvm_intrin": _llvm_intrinsic,
     "tir.call_extern": _call_extern, "tir.call_pure_extern": _call_extern,
     "tir.abs": _abs, "tir.popcount": _popcount, "tir.isnan": _isnan, "tir.likely": _likely,
     "tir.reinterpret": _reinterpret, "tir.if_then_else": _if_then_else, "tir.tvm_storage_sync": _storage_sync,
+    "tir.call_packed": _call_packed, "tir.tvm_access_ptr": _access_ptr,
 }
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ctypes.util
 import functools
-from typing import Any
+from typing import Any, Sequence
 
 import attrs
 import llvmlite.binding as llvm
@@ -34,6 +34,7 @@ from llvmlite import ir
 
 from loom.errors import LoomError
 
+from .imports import ImportedLibraries, link_llvm_imports
 from .target_check import arch_of
 
 __all__ = ["compile_module", "compile_object", "load_object", "CompiledObject", "parse", "JitModule",
@@ -112,14 +113,27 @@ def load_openmp() -> str:
                     "or build without .parallel() in the schedule")
 
 
+@functools.cache
+def _load_library(path: str) -> None:
+    try:
+        llvm.load_library_permanently(path)
+    except RuntimeError as err:
+        raise LoomError(f"cannot load the shared library {path!r} for the JIT: {err}") from None
+
+
 def _check_externals(names: list[str]) -> None:
     # MCJIT links a symbol it cannot resolve to nothing callable: the first call would crash the process.
     if any(n.startswith("GOMP_") or n.startswith("omp_") for n in names):
         load_openmp()
+    from loom.runtime.extern_libraries import load_libraries
+
+    for path in load_libraries(names):  # libraries registered for external symbols (BLAS...)
+        _load_library(path)
     missing = [n for n in names if not llvm.address_of_symbol(n)]
     if missing:
         raise LoomError(f"the generated code calls functions this process does not define: {sorted(missing)}; "
-                        "load the library that defines them first (e.g. llvmlite.binding.load_library_permanently)")
+                        "load the library that defines them first (e.g. llvmlite.binding.load_library_permanently), "
+                        "or register it with loom.runtime.extern_libraries.register_library")
 
 
 def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
@@ -140,17 +154,21 @@ class CompiledObject:
     optimized_ir: str
     externals: tuple[str, ...]
     triple: str
+    #: Shared libraries compiled from imported C code (``pragma import_c``), which the JIT resolves calls against.
+    libraries: tuple[bytes, ...] = ()
 
 
 class JitModule:
     """Native code of one object file mapped into this process, kept alive as long as this object."""
 
-    def __init__(self, compiled: CompiledObject, tm: llvm.TargetMachine) -> None:
+    def __init__(self, compiled: CompiledObject, tm: llvm.TargetMachine,
+                 imports: ImportedLibraries | None = None) -> None:
         self.compiled = compiled
         self.target_machine = tm
-        empty = llvm.parse_assembly("")
-        empty.triple = tm.triple
+        self.imports = imports or ImportedLibraries((), ())  # kept loaded as long as the code
+        empty = self.imports.engine_module(tm.triple)
         self.engine = llvm.create_mcjit_compiler(empty, tm)
+        self.imports.map_into(self.engine, empty)
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(compiled.object))
         self.engine.finalize_object()
 
@@ -192,12 +210,16 @@ def parse(module: ir.Module | str) -> llvm.ModuleRef:
     return ref
 
 
-def compile_object(module: ir.Module | str, target: Any = None) -> CompiledObject:
-    """Verify, optimize (``opt_level``, default 3) and compile ``module`` to a PIC object for ``target``."""
+def compile_object(module: ir.Module | str, target: Any = None, imports: Sequence[str] = ()) -> CompiledObject:
+    """Verify, optimize (``opt_level``, default 3) and compile ``module`` to a PIC object for ``target``.
+
+    ``imports`` are LLVM IR texts linked into the module first (``pragma import_llvm``).
+    """
     ref = parse(module)
     tm = target_machine(target, jit=False)
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
+    link_llvm_imports(ref, imports)
     level = int(_attr(target, "opt_level", 3))
     if level > 0:
         _optimize(ref, tm, min(level, 3))
@@ -216,8 +238,9 @@ def load_object(compiled: CompiledObject, target: Any = None) -> JitModule:
     if arch_of(compiled.triple) != arch_of(host):
         raise LoomError(f"this llvm module was compiled for {compiled.triple} and cannot run on this {host} host; "
                         "export it with export_library and load it on a matching machine")
-    _check_externals(list(compiled.externals))
-    return JitModule(compiled, tm)
+    imports = ImportedLibraries(compiled.libraries, compiled.externals)
+    _check_externals([n for n in compiled.externals if n not in imports.addresses])
+    return JitModule(compiled, tm, imports)
 
 
 def compile_module(module: ir.Module | str, target: Any = None) -> JitModule:

@@ -4,10 +4,12 @@
 
 * ``options``: the target's triple, CPU, features, optimisation level and FMA
   policy (:class:`LLVMOptions`);
-* ``render``: the lowered IRModule as LLVM IR text (:func:`~loom_llvm.codegen.codegen_module`);
+* ``render``: the lowered IRModule as LLVM IR text (:func:`~loom_llvm.codegen.codegen_module`),
+  and the code its schedule imports (``pragma import_llvm`` / ``import_c``: :mod:`loom.backend.imported_code`);
 * ``compile``: optimized at O3 and emitted as a position-independent object
-  (:func:`~loom_llvm.jit.compile_object`), packed with its optimized IR and the
-  external symbols it needs; the core caches it on disk;
+  (:func:`~loom_llvm.jit.compile_object`, imported LLVM IR linked in first), packed with
+  its optimized IR, the external symbols it needs and the shared library of imported C
+  code; the core caches it on disk;
 * ``load``: the object mapped into the process (MCJIT) as an :class:`LLVMModule`.
 
 Calls go through the native calling convention of :mod:`loom.runtime.abi`: one
@@ -30,9 +32,11 @@ from typing import Any, Mapping
 import attrs
 
 from loom.backend import Backend, BackendOptions, ModuleInfo, pack_sections, unpack_sections
+from loom.backend.imported_code import compile_c_library, imported_sources, sources_of
 from loom.errors import LoomError, LoomValueError
 from loom.ir.function import IRModule
-from loom.runtime.native_library import LinkError, library_metadata, link_shared_library
+from loom.runtime.extern_libraries import link_arguments
+from loom.runtime.native_library import LinkError, library_metadata, link_shared_library, save_object
 from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
@@ -99,19 +103,22 @@ class LLVMBackend(Backend):
 
     def render(self, mod: IRModule, options: BackendOptions) -> Mapping[str, str]:
         assert isinstance(options, LLVMOptions)
-        return {"ll": str(codegen_module(mod, options.view()))}
+        return {"ll": str(codegen_module(mod, options.view())), **imported_sources(mod)}
 
     def compile(self, sources: Mapping[str, str], options: BackendOptions) -> bytes:
         assert isinstance(options, LLVMOptions)
-        obj = compile_object(sources["ll"], options.view())
-        return pack_sections({"object": obj.object, "ll": obj.optimized_ir,
+        obj = compile_object(sources["ll"], options.view(), imports=sources_of(sources, "llvm"))
+        c_code = sources_of(sources, "c")  # pragma import_c: a shared library the JIT resolves calls against
+        libraries = {"import_lib_0": compile_c_library(c_code)} if c_code else {}
+        return pack_sections({"object": obj.object, "ll": obj.optimized_ir, **libraries,
                               "meta": json.dumps({"externals": list(obj.externals), "triple": obj.triple})})
 
     def load(self, data: bytes, info: ModuleInfo) -> LLVMModule:
         sections = unpack_sections(data, "an llvm artifact")
         meta = json.loads(sections["meta"])
+        libraries = tuple(sections[k] for k in sorted(sections) if k.startswith("import_lib_"))
         compiled = CompiledObject(sections["object"], sections["ll"].decode("utf-8"), tuple(meta["externals"]),
-                                  meta["triple"])
+                                  meta["triple"], libraries)
         return LLVMModule(compiled, info)
 
 
@@ -147,6 +154,7 @@ class LLVMModule(NativeModule):
         self.jit: JitModule | None = None if self.cannot_run else load_object(compiled, options.view())
         self.compiled = compiled
         self._raw_ir = info.sources.get("ll", "")
+        self._imported_c = sources_of(info.sources, "c")
         symbols = {n: symbol_of(n, f) for n, f in info.functions.items()}
         super().__init__(dict(info.functions), info.entry or None, symbols,
                          int(self.target.attrs.get("num_cores") or 0))
@@ -191,19 +199,48 @@ class LLVMModule(NativeModule):
             obj = os.path.join(work, "module.o")
             with open(obj, "wb") as fh:
                 fh.write(self.compiled.object)
-            link_shared_library(path, [obj], metadata, openmp=self.uses_openmp, compiler=compiler)
+            # The libraries registered for its external symbols (BLAS...) become dependencies, found by rpath.
+            libs = link_arguments(self.compiled.externals)
+            imported = []  # pragma import_c: compiled into the library
+            for k, text in enumerate(self._imported_c):
+                imported.append(os.path.join(work, f"import_c_{k}.c"))
+                with open(imported[-1], "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            link_shared_library(path, [obj, *imported, *libs], metadata, openmp=self.uses_openmp, compiler=compiler,
+                                flags=["-O2"] if imported else [])
 
     def save(self, path: str | os.PathLike[str], fmt: str = "") -> None:
         """Write the object file (``.o``), the optimized IR (``.ll``) or the assembly (``.s``) to ``path``.
 
         ``fmt`` is ``"o"``, ``"ll"`` or ``"s"``; by default the suffix of ``path`` says which.
-        The object is what a linker for the target's machine takes (see :meth:`export_library`).
+        The object carries the module's metadata, so the shared library a linker makes of it
+        (``loom.contrib.cc.create_shared``) loads with :func:`loom.runtime.load_module`; for
+        another machine's architecture with no C compiler for it here, the object holds the
+        code alone.
         """
         fmt = fmt or os.path.splitext(os.fspath(path))[1].lstrip(".")
         if fmt in ("o", "obj"):
-            data: bytes = self.compiled.object
-        elif fmt in ("ll", "s", "asm"):
-            data = self.get_source(fmt).encode("utf-8")
+            try:
+                compiler = self._linker()
+            except LinkError:  # another machine's code and no compiler for it here: the code alone
+                with open(path, "wb") as fh:
+                    fh.write(self.compiled.object)
+                return
+            sources = {"ll": self.compiled.optimized_ir, "asm": self._asm()}
+            metadata = library_metadata(self, sources=sources, symbols=self._symbols)
+            with tempfile.TemporaryDirectory(prefix="loom_llvm_") as work:
+                obj = os.path.join(work, "module.o")
+                with open(obj, "wb") as fh:
+                    fh.write(self.compiled.object)
+                imported = []  # pragma import_c: compiled into the object too
+                for k, text in enumerate(self._imported_c):
+                    imported.append(os.path.join(work, f"import_c_{k}.c"))
+                    with open(imported[-1], "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                save_object(path, [obj, *imported], metadata, compiler=compiler, flags=["-O2"] if imported else [])
+            return
+        if fmt in ("ll", "s", "asm"):
+            data: bytes = self.get_source(fmt).encode("utf-8")
         else:
             raise LoomValueError(f"save() writes 'o', 'll' or 's' files; got {fmt!r} for {os.fspath(path)!r}")
         with open(path, "wb") as fh:

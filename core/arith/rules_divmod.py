@@ -1,0 +1,227 @@
+"""Rewrite rules for integer division and remainder (floor and truncated).
+
+Rules that drop a division are fine (the original was undefined where it
+divided by zero); no rule introduces a division by a new divisor.  Identities
+such as ``(x * c1 + y) // c2 == x * (c1 // c2) + y // c2`` hold for the
+*mathematical* values, so each rule first proves from bounds that the
+operands cannot wrap around (``m.no_overflow``), except remainders modulo a
+divisor of ``2**bits``, which survive wrap-around.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir import expr as E
+from ..ir import expr_ops as ops
+from ._exprkey import expr_equal
+from ._intmath import divides_wrap, fits, iv_add, iv_div, iv_mul, trunc_div
+from .canonical import SumForm
+from .pattern import FnRule, Rule, max_, min_, pconsts, pvars, tdiv, tmod
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
+
+__all__ = ["FLOORDIV", "FLOORMOD", "TRUNCDIV", "TRUNCMOD"]
+
+x, y, z = pvars("x y z")
+c1, c2, c3 = pconsts("c1 c2 c3")
+
+
+def _div_by_bounds(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
+    """``x // y`` is a constant when the quotient's interval is one point."""
+    fn = (lambda a, b: a // b) if isinstance(e, E.FloorDiv) else trunc_div
+    q = iv_div(an._interval(e.a), an._interval(e.b), fn)
+    if q is not None and q[0] == q[1] and fits(q[0], q[0], e.dtype):
+        return ops.const(q[0], e.dtype)
+    return None
+
+
+def _mod_by_bounds(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
+    """``x % c`` is ``x - k*c`` when every ``x`` has the same quotient ``k``."""
+    lo, hi = an._interval(e.a)
+    if isinstance(e.b, E.IntImm) and e.b.value != 0:
+        c = e.b.value
+        fn = (lambda a: a // c) if isinstance(e, E.FloorMod) else (lambda a: trunc_div(a, c))
+        k = fn(lo)
+        if k != fn(hi) or not fits(k * c, k * c, e.dtype):
+            return None
+        return e.a if k == 0 else E.Sub(e.a, E.IntImm(e.dtype, k * c))
+    blo, bhi = an._interval(e.b)
+    if lo >= 0 and blo > 0 and hi < blo:  # 0 <= x < y
+        return e.a
+    if isinstance(e, E.Mod) and blo > 0 and hi <= 0 and -lo < blo:  # -y < x <= 0
+        return e.a
+    return None
+
+
+def _mod_by_modular(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
+    """``x % c`` is a constant when ``x``'s residue modulo ``c`` is known."""
+    if not isinstance(e.b, E.IntImm) or e.b.value <= 0:
+        return None
+    c = e.b.value
+    if isinstance(e, E.Mod) and an._interval(e.a)[0] < 0:
+        return None
+    ms = an.modular_set(e.a)
+    if ms.coeff % c == 0:
+        return E.IntImm(e.dtype, ms.base % c)
+    return None
+
+
+def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr, E.PrimExpr]]:
+    """``(Q, R)`` with ``e.a == e.b * Q + R`` exactly, for a divisor that is not a constant.
+
+    The terms of ``e.a`` that are the divisor ``v`` or a product with ``v`` form
+    ``v * Q``.  The split holds for the mathematical values when the intervals
+    of ``e.a``, ``Q``, ``v * Q``, ``R`` and ``v * Q + R`` all fit the dtype.
+    """
+    v = e.b
+    if isinstance(v, E.IntImm) or e.dtype.lanes != 1:
+        return None
+    canon = an._canonical
+    s = canon.to_sum(e.a)
+    q, r = SumForm(e.dtype), SumForm(e.dtype)
+    r.const = s.const
+    for key, (atom, k) in s.terms.items():
+        factor = _cofactor(atom, v)
+        if factor is None:
+            r.add_term(atom, k, key)
+        elif isinstance(factor, E.IntImm):
+            q.const += k
+        else:
+            q.add_term(factor, k)
+    if not q.terms and q.const == 0:
+        return None
+    q_iv, r_iv, s_iv = canon._sum_interval(q), canon._sum_interval(r), canon._sum_interval(s)
+    if q_iv is None or r_iv is None or s_iv is None:
+        return None
+    vq = iv_mul(q_iv, an._interval(v))
+    if not (fits(*vq, e.dtype) and fits(*iv_add(vq, r_iv), e.dtype)):
+        return None
+    return canon.render(q), canon.render(r)
+
+
+def _cofactor(atom: E.PrimExpr, v: E.PrimExpr) -> Optional[E.PrimExpr]:
+    """``p`` when ``atom`` is ``p * v`` or ``v * p``; the constant 1 when it is ``v``."""
+    if expr_equal(atom, v):
+        return E.IntImm(atom.dtype, 1)
+    if isinstance(atom, E.Mul):
+        if expr_equal(atom.b, v):
+            return atom.a
+        if expr_equal(atom.a, v):
+            return atom.b
+    return None
+
+
+def _div_by_factor(e: E.FloorDiv, an: Analyzer) -> Optional[E.PrimExpr]:
+    """``(v * q + r) // v`` is ``q + r // v`` (and ``(x + y) // x`` is ``y // x + 1``)."""
+    quot = iv_div(an._interval(e.a), an._interval(e.b), lambda a, b: a // b)
+    if quot is None or not fits(*quot, e.dtype):  # INT_MIN // -1 wraps
+        return None
+    split = _split_by_divisor(e, an)
+    if split is None:
+        return None
+    return ops.add(split[0], E.FloorDiv(split[1], e.b))
+
+
+def _mod_by_factor(e: E.FloorMod, an: Analyzer) -> Optional[E.PrimExpr]:
+    """``(v * q + r) % v`` is ``r % v``."""
+    split = _split_by_divisor(e, an)
+    return None if split is None else E.FloorMod(split[1], e.b)
+
+
+def _pos(m) -> bool:
+    return m.c1 > 0 and m.c2 > 0
+
+
+def _mod_exact(p):
+    """Condition: ``p % c2`` sees the mathematical residue of ``p``."""
+    return lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and (divides_wrap(m.c2, m.dtype) or m.no_overflow(p))
+
+
+def _nested_div(m) -> bool:
+    """``(x // c1 + c2) // c3`` is ``(x + c1*c2) // (c1*c3)``: positive divisors, no wrap."""
+    return m.c1 > 0 and m.c3 > 0 and m.fits(m.c1 * m.c2, m.c1 * m.c3) and m.no_overflow(x + m.c1 * m.c2)
+
+
+def _scaled_nested(m) -> E.PrimExpr:
+    return ops.floordiv(ops.add(m.x, ops.const(m.c1 * m.c2, m.dtype)), ops.const(m.c1 * m.c3, m.dtype))
+
+
+def _residue_coeff(m) -> bool:
+    """``(x * c1) % c2`` is ``(x * (c1 % c2)) % c2`` (a smaller coefficient, the same residue)."""
+    if m.c2 <= 0 or m.c1 % m.c2 in (0, m.c1):
+        return False
+    smaller = x * (m.c1 % m.c2)
+    return divides_wrap(m.c2, m.dtype) or (m.no_overflow(x * c1) and m.no_overflow(smaller))
+
+
+FLOORDIV = [
+    FnRule(_div_by_bounds),
+    Rule(x // 1, x),
+    Rule(x // -1, 0 - x),  # INT_MIN // -1 wraps to INT_MIN, and so does 0 - INT_MIN
+    Rule(x // x, 1),  # where x == 0 the original is undefined
+    Rule((x // c1) // c2, x // (c1 * c2), lambda m: _pos(m) and m.fits(m.c1 * m.c2)),
+    Rule((x // c1 + c2) // c3, _scaled_nested, _nested_div),
+    Rule((x * c1) // c2, x * (c1 // c2), lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
+    Rule((x * c1) // c2, x // (c2 // c1), lambda m: _pos(m) and m.c2 % m.c1 == 0 and m.no_overflow(x * c1)),
+    Rule((x * c1 + y) // c2, x * (c1 // c2) + y // c2,
+         lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1 + y)),
+    Rule((y + x * c1) // c2, y // c2 + x * (c1 // c2),
+         lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(y + x * c1)),
+    Rule((x + c1) // c2, x // c2 + c1 // c2, lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x + c1)),
+    # Flooring by a positive constant is monotone, so it commutes with min and max.
+    Rule(min_(x * c1, y) // c2, min_(x * (c1 // c2), y // c2),
+         lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
+    Rule(min_(y, x * c1) // c2, min_(y // c2, x * (c1 // c2)),
+         lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
+    Rule(max_(x * c1, y) // c2, max_(x * (c1 // c2), y // c2),
+         lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
+    Rule(max_(y, x * c1) // c2, max_(y // c2, x * (c1 // c2)),
+         lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
+    Rule((x * y) // y, x, lambda m: m.no_overflow(x * y)),
+    Rule((y * x) // y, x, lambda m: m.no_overflow(y * x)),
+    FnRule(_div_by_factor),
+]
+
+FLOORMOD = [
+    FnRule(_mod_by_bounds),
+    FnRule(_mod_by_modular),
+    Rule(x % 1, 0),
+    Rule(x % -1, 0),
+    Rule(x % x, 0),
+    Rule((x % c1) % c2, x % c2, lambda m: _pos(m) and m.c1 % m.c2 == 0),
+    Rule((x * c1 + y) % c2, y % c2, _mod_exact(x * c1 + y)),
+    Rule((y + x * c1) % c2, y % c2, _mod_exact(y + x * c1)),
+    Rule((x + c1) % c2, x % c2, _mod_exact(x + c1)),
+    Rule((x * c1) % c2, lambda m: ops.floormod(ops.mul(m.x, ops.const(m.c1 % m.c2, m.dtype)), ops.const(m.c2, m.dtype)),
+         _residue_coeff),
+    Rule((x * y) % y, 0, lambda m: m.no_overflow(x * y)),
+    Rule((y * x) % y, 0, lambda m: m.no_overflow(y * x)),
+    FnRule(_mod_by_factor),
+]
+
+
+def _nonneg_by_pos(m) -> bool:
+    return m.bound(x)[0] >= 0 and m.bound(y)[0] >= 0  # y == 0: the original is undefined
+
+
+TRUNCDIV = [
+    FnRule(_div_by_bounds),
+    Rule(tdiv(x, 1), x),
+    Rule(tdiv(x, -1), 0 - x),
+    Rule(tdiv(x, x), 1),
+    Rule(tdiv(x, y), x // y, _nonneg_by_pos),
+]
+
+TRUNCMOD = [
+    FnRule(_mod_by_bounds),
+    FnRule(_mod_by_modular),
+    Rule(tmod(x, 1), 0),
+    Rule(tmod(x, -1), 0),
+    Rule(tmod(x, x), 0),
+    Rule(tmod(x, y), x % y, _nonneg_by_pos),
+    # The truncated remainder takes the sign of the dividend: the divisor's sign does not matter.
+    Rule(tmod(x, c1), lambda m: ops.truncmod(m.x, ops.const(-m.c1, m.dtype)), lambda m: m.c1 < -1 and m.fits(-m.c1)),
+]
+
