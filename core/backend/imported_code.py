@@ -34,15 +34,15 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import tempfile
 from typing import Any, Mapping, Sequence
 
-from ..errors import LoomError, LoomTypeError
+from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
 from ..ir.functor import post_order_visit
+from ..runtime.native_library import run_compiler
 
 __all__ = ["IMPORT_KINDS", "imported_code", "imported_sources", "sources_of", "compile_c_library"]
 
@@ -97,7 +97,7 @@ def sources_of(sources: Mapping[str, str], kind: str) -> list[str]:
 def compile_c_library(sources: Sequence[str], compiler: str = "cc", flags: Sequence[str] = ("-O2",)) -> bytes:
     """The shared library (its bytes) of the C ``sources``, built by the system C compiler.
 
-    :raises LoomError: with the command and the compiler's messages when it fails.
+    :raises LinkError: (a LoomError) with the command and the compiler's messages when it fails.
     """
     with tempfile.TemporaryDirectory(prefix="loom_import_") as work:
         files = []
@@ -107,12 +107,6 @@ def compile_c_library(sources: Sequence[str], compiler: str = "cc", flags: Seque
                 fh.write(text)
         out = os.path.join(work, "imported.so")
         command = [*shlex.split(compiler), *flags, "-shared", "-fPIC", "-o", out, *files, "-lm"]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as err:
-            raise LoomError(f"cannot run the C compiler for the imported C code: {err}") from None
-        if done.returncode != 0:
-            raise LoomError(f"the C code imported with pragma import_c does not compile "
-                            f"(exit status {done.returncode})\ncommand: {shlex.join(command)}\n{done.stderr.strip()}")
+        run_compiler(command, "compiling the C code imported with pragma import_c")
         with open(out, "rb") as fh:
             return fh.read()

@@ -49,7 +49,7 @@ from .native_module import NativeModule
 from .safe_files import open_regular, read_regular_file
 
 __all__ = ["METADATA_SYMBOL", "THREADS_SYMBOL", "LinkError", "LibraryModule", "configured_num_threads",
-           "library_metadata", "link_shared_library", "save_object", "is_shared_library", "read_library_metadata",
+           "library_metadata", "link_shared_library", "save_object", "run_compiler", "is_shared_library", "read_library_metadata",
            "set_library_threads", "bind_thread_knob", "seal"]
 
 _log = logging.getLogger(__name__)
@@ -196,15 +196,7 @@ def link_shared_library(path: str | os.PathLike[str], inputs: Sequence[str], met
         command = [*shlex.split(compiler), *flags, "-shared", "-fPIC", *(["-fopenmp"] if openmp else []),
                    "-o", tmp, *meta_c, *map(os.fspath, inputs), *(f"-l{lib}" for lib in libraries)]
         try:
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, check=False)
-                _log.debug("link: %s (exit status %d)", shlex.join(command), done.returncode)
-            except OSError as err:
-                raise LinkError(f"cannot run the compiler to link {path!r}: {err}\n"
-                                f"command: {shlex.join(command)}") from None
-            if done.returncode != 0:
-                raise LinkError(f"linking {path!r} failed with exit status {done.returncode}\n"
-                                f"command: {shlex.join(command)}\n{done.stderr.strip()}")
+            run_compiler(command, f"linking {path!r}", step="link")
             try:
                 record = seal(Path(tmp).read_bytes())
                 with open(tmp, "ab") as fh:
@@ -235,10 +227,10 @@ def save_object(path: str | os.PathLike[str], inputs: Sequence[str], metadata: b
                 objects.append(src)
                 continue
             obj = os.path.join(work, f"part{k}.o")
-            _run_tool([*shlex.split(compiler), *flags, "-fPIC", "-c", "-o", obj, src], path)
+            run_compiler([*shlex.split(compiler), *flags, "-fPIC", "-c", "-o", obj, src], f"compiling {src!r} for {path!r}")
             objects.append(obj)
         tmp = os.path.join(work, "combined.o")
-        _run_tool([*shlex.split(compiler), "-r", "-nostdlib", "-o", tmp, *objects], path)
+        run_compiler([*shlex.split(compiler), "-r", "-nostdlib", "-o", tmp, *objects], f"combining {path!r}", step="link")
         try:
             with open(tmp, "rb") as src_fh, open(path, "wb") as out:
                 out.write(src_fh.read())
@@ -246,13 +238,18 @@ def save_object(path: str | os.PathLike[str], inputs: Sequence[str], metadata: b
             raise LinkError(f"cannot write the object file {path!r}: {err}") from None
 
 
-def _run_tool(command: list[str], path: str) -> None:
+def run_compiler(command: list[str], what: str, step: str = "compile") -> None:
+    """Run a compiler or linker ``command``, logged at DEBUG as ``"<step>: <command> (exit status N)"``.
+
+    :raises LinkError: naming ``what``, the command and the compiler's messages when it fails.
+    """
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as err:
-        raise LinkError(f"cannot run the compiler for {path!r}: {err}\ncommand: {shlex.join(command)}") from None
+        raise LinkError(f"cannot run the compiler for {what}: {err}\ncommand: {shlex.join(command)}") from None
+    _log.debug("%s: %s (exit status %d)", step, shlex.join(command), done.returncode)
     if done.returncode != 0:
-        raise LinkError(f"building {path!r} failed with exit status {done.returncode}\n"
+        raise LinkError(f"{what} failed with exit status {done.returncode}\n"
                         f"command: {shlex.join(command)}\n{done.stderr.strip()}")
 
 
