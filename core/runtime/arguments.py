@@ -78,7 +78,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import LoomTypeError, LoomValueError
+from ..errors import LoomValueError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from ..ir.functor import collect
@@ -248,13 +248,13 @@ class ArgumentChecker:
 
     # -- buffers -------------------------------------------------------------------
     def _buffer_step(self, k: int, p: E.Var, buf: Any, bindable: set[int]) -> _Step:
-        if buf.dtype.lanes != 1:
-            raise LoomTypeError(f"{self.name}: buffer parameter {buf.name} has vector dtype {buf.dtype}; "
-                                "arguments are arrays of scalar elements")
         dims = [str(s) for s in buf.shape]
         shape_text = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
         what = f"{self.name}: argument {k} ({p.name}: {buf.dtype} buffer {buf.name} of shape {shape_text})"
         npd, ndim, dtype_name = buf.dtype.numpy(), len(buf.shape), str(buf.dtype)
+        vector = None
+        if buf.dtype.lanes != 1:
+            vector, npd = _vector_elements(buf.dtype, what)
         align = self._alignment(buf)
         shape = [self._entry(e, bindable, buf) for e in buf.shape]
         strides = [self._entry(e, bindable, buf) for e in buf.strides]
@@ -301,8 +301,12 @@ class ArgumentChecker:
             if type(arg) is NDArray and arg._device.device_type == _CPU:
                 arr, ptr = arg._data, arg._ptr
                 assert arr is not None  # a CPU NDArray always keeps its numpy view
+                if arg._dtype != dtype_name:  # said before its view shows a vector's lanes as an axis
+                    raise ArgumentTypeError(f"{what} needs dtype {buf.dtype}, got an array of {arg._dtype}")
             else:
                 arr, ptr = host_array(arg, what), 0
+            if vector is not None:
+                arr = vector(arr)
             if arr.dtype != npd:
                 raise ArgumentTypeError(f"{what} needs dtype {buf.dtype}, got an array of {arr.dtype}")
             check_shape(arr.shape, call, pending, arr)
@@ -427,6 +431,32 @@ class ArgumentChecker:
 
 # ---------------------------------------------------------------------------
 # helpers
+
+
+def _vector_elements(t: Any, what: str) -> tuple[Callable[[np.ndarray], np.ndarray], np.dtype]:
+    """A function viewing an array of ``t``'s element dtype, with a trailing axis of its lanes, as ``t`` vectors.
+
+    A ``float32x4`` buffer of shape ``(n,)`` takes a ``float32`` array of shape
+    ``(n, 4)`` (what ``loom.nd.empty((n,), "float32x4")`` holds); the view has
+    one opaque element per vector, so the shape, stride and alignment checks
+    count vectors as the buffer does.  Returns the function and that opaque element dtype.
+    """
+    lanes, elem = t.lanes, t.element_of().numpy()
+    vec = np.dtype(f"V{lanes * elem.itemsize}")
+
+    def view(arr: np.ndarray) -> np.ndarray:
+        if arr.dtype != elem:
+            raise ArgumentTypeError(f"{what} needs {elem} data with a trailing axis of {lanes} lanes, got an "
+                                    f"array of {arr.dtype}")
+        if arr.shape[-1:] != (lanes,) or (lanes > 1 and arr.strides[-1] != elem.itemsize):
+            raise ArgumentValueError(f"{what} needs a trailing axis of {lanes} contiguous lanes, got shape "
+                                     f"{arr.shape} and strides {arr.strides} (bytes)")
+        if arr.ndim > 1 and any(s % vec.itemsize for s in arr.strides[:-1]):
+            raise ArgumentValueError(f"{what}: array strides {arr.strides} (bytes) are not whole {t} vectors")
+        # numpy allows a wider view on a contiguous last axis (checked above): it becomes an axis of 1.
+        return arr.view(vec)[..., 0]
+
+    return view, vec
 
 
 def _aligned_clone(arr: np.ndarray, offset: int, align: int, call: BoundCall, what: str) -> tuple[np.ndarray, int]:

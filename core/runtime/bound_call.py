@@ -85,7 +85,9 @@ class BoundCall:
         copies, self._copies = self._copies, []
         for orig, clone, snapshot, what in copies:
             bits = np.dtype(f"u{orig.itemsize}") if orig.itemsize in (1, 2, 4, 8) else None
-            if bits is None:
+            if orig.dtype.kind == "V":  # vector elements (opaque bytes) compare bytewise
+                changed = clone != snapshot
+            elif bits is None:
                 changed = np.ones(orig.shape, dtype=bool)
             else:
                 changed = clone.view(bits) != snapshot.view(bits)

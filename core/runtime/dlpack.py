@@ -153,19 +153,20 @@ def dl_dtype(dtype: Any) -> tuple[int, int, int]:
 def loom_dtype(code: int, bits: int, lanes: int = 1) -> str:
     """The Loom dtype string of a DLPack dtype; LoomTypeError for one Loom has no name for.
 
-    >>> loom_dtype(1, 8), loom_dtype(6, 8)
-    ('uint8', 'bool')
+    >>> loom_dtype(1, 8), loom_dtype(6, 8), loom_dtype(2, 32, 4)
+    ('uint8', 'bool', 'float32x4')
     """
     names = {_INT: "int", _UINT: "uint", _FLOAT: "float", _BFLOAT: "bfloat", _HANDLE: "handle"}
-    if lanes != 1:
-        raise LoomTypeError(f"DLPack tensor of {lanes}-lane vectors (code {code}, {bits} bits): Loom arrays hold "
-                            "scalar elements")
-    if code == _BOOL and bits == 8:
+    if code == _BOOL and bits == 8 and lanes == 1:
         return "bool"
+    suffix = f"x{lanes}" if lanes != 1 else ""
     try:
-        return str(DataType.of(f"{names[code]}{bits}"))
+        if code == _HANDLE and lanes != 1:
+            raise KeyError(code)
+        return str(DataType.of(f"{names[code]}{bits}{suffix}"))
     except (KeyError, LoomTypeError):
-        raise LoomTypeError(f"DLPack dtype (code {code}, {bits} bits) has no Loom equivalent") from None
+        raise LoomTypeError(f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes) has no Loom equivalent") \
+            from None
 
 
 # -- export -----------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ import numpy as np
 from ..target.devices import Device
 from .device_api import DeviceAPI
 
-__all__ = ["ALLOC_ALIGNMENT", "Allocation", "aligned_empty", "compact_strides", "host_view", "is_compact", "span"]
+__all__ = ["ALLOC_ALIGNMENT", "Allocation", "aligned_empty", "compact_strides", "host_view", "is_compact", "span",
+           "typed_view"]
 
 #: Byte alignment of every allocation made by ``loom.nd``.
 ALLOC_ALIGNMENT = 64
@@ -94,9 +95,25 @@ def host_view(ptr: int, shape: tuple[int, ...], npd: np.dtype, strides: tuple[in
         empty.flags.writeable = not readonly
         return empty
     raw = np.asarray(_HostMemory(ptr + lo * item, (hi - lo) * item, owner, readonly))
+    return typed_view(raw, shape, npd, -lo * item, strides)
+
+
+def typed_view(raw: np.ndarray, shape: tuple[int, ...], npd: np.dtype, offset: int,
+               strides: tuple[int, ...] | None) -> np.ndarray:
+    """A view of the bytes ``raw`` as elements ``npd`` laid out by ``shape`` and ``strides`` (in elements).
+
+    A vector dtype (``npd`` a numpy sub-array dtype, ``float32x4`` being
+    ``(float32, (4,))``) becomes trailing axes of its element dtype: a
+    ``float32x4`` array of shape ``(n,)`` is viewed as ``float32`` of shape ``(n, 4)``.
+    """
+    item, base, lanes = npd.itemsize, npd.base, npd.shape
     if strides is None:
-        return raw.view(npd).reshape(shape)
-    return np.ndarray(shape, npd, buffer=raw, offset=-lo * item, strides=tuple(s * item for s in strides))
+        if not lanes and offset == 0:
+            return raw.view(npd).reshape(shape)
+        strides = compact_strides(shape)
+    inner = compact_strides(lanes)
+    return np.ndarray(shape + lanes, base, buffer=raw, offset=offset,
+                      strides=tuple(s * item for s in strides) + tuple(s * base.itemsize for s in inner))
 
 
 class Allocation:

@@ -11,6 +11,9 @@ memory by accident: only ``.numpy()`` and ``.copyto()`` move it, and
 ``numpy.asarray`` refuses an array that is not on the CPU.
 
 A CPU array also keeps a numpy view of its memory, which is what calls use.
+An array of vector elements (``nd.empty((n,), "float32x4")``, as in TVM) has
+its dtype's shape, while its data shows the lanes as a trailing axis:
+``numpy()`` gives a ``float32`` array of shape ``(n, 4)``.
 An array may be read-only (:attr:`NDArray.readonly`: a read-only numpy array
 wrapped by :func:`from_dlpack`, or a DLPack 1.0 tensor flagged read-only): it
 cannot be written by ``copyfrom`` nor passed where a function writes.
@@ -36,7 +39,7 @@ from ..ir.dtype import DataType
 from ..target.devices import Device, cpu
 from .device_api import DeviceAPI, get_device_api
 from .host_memory import (
-    ALLOC_ALIGNMENT, Allocation, aligned_empty, compact_strides, host_view, is_compact, span,
+    ALLOC_ALIGNMENT, Allocation, aligned_empty, compact_strides, host_view, is_compact, span, typed_view,
 )
 
 __all__ = ["NDArray", "array", "empty", "from_dlpack", "aligned_empty", "ALLOC_ALIGNMENT"]
@@ -52,7 +55,8 @@ def _dtypes(dtype: Any) -> tuple[str, np.dtype]:
     except Exception as err:  # DataType.of raises for unknown names; keep the loom error type
         raise LoomTypeError(f"unknown dtype {dtype!r}: {err}") from None
     if t.lanes != 1:
-        raise LoomTypeError(f"arrays hold scalar elements, not {t} vectors")
+        # A vector element is a numpy sub-array dtype: numpy shows it as a trailing axis of lanes.
+        return str(t), np.dtype((t.element_of().numpy(), (t.lanes,)))
     return str(t), t.numpy()
 
 
@@ -216,9 +220,7 @@ class NDArray:
         lo, hi = span(self._shape, self.strides)
         flat = np.empty(hi - lo, npd)
         api.copy_to_host(flat, self._ptr + lo * item, self._device)
-        view = np.ndarray(self._shape, npd, buffer=flat, offset=-lo * item,
-                          strides=tuple(s * item for s in self.strides))
-        return flat, view, lo
+        return flat, typed_view(flat, self._shape, npd, -lo * item, self.strides), lo
 
     def numpy(self) -> np.ndarray:
         """A numpy copy of the contents (device memory is copied to the host through its device API)."""
@@ -259,7 +261,7 @@ class NDArray:
         if not isinstance(source, NDArray) and _off_host(source):
             source = from_dlpack(source)
         if isinstance(source, NDArray):
-            self._check_shape(source._shape)
+            self._check_shape(source._shape + source._npdtype.shape)
             if source._data is None:
                 if not source.size:
                     return self
@@ -278,12 +280,15 @@ class NDArray:
         return self._write_host(src)
 
     def _check_shape(self, shape: tuple[int, ...]) -> None:
-        if shape != self._shape:
-            raise LoomValueError(f"copyfrom: array of shape {self._shape} cannot take data of shape {shape}")
+        lanes = self._npdtype.shape  # a vector dtype's data has a trailing axis of its lanes
+        if shape != self._shape + lanes:
+            takes = f" (it takes shape {self._shape + lanes})" if lanes else ""
+            raise LoomValueError(f"copyfrom: {self._dtype} array of shape {self._shape} cannot take data of "
+                                 f"shape {shape}{takes}")
 
     def _write_host(self, src: np.ndarray) -> NDArray:
-        if src.dtype != self._npdtype:
-            src = _converted(src, self._npdtype, "copyfrom")
+        if src.dtype != self._npdtype.base:
+            src = _converted(src, self._npdtype.base, "copyfrom")
         if self._data is not None:
             np.copyto(self._data, src)
             return self
@@ -406,8 +411,14 @@ def array(source: Any, dev: Any = None, dtype: Any = None) -> NDArray:
                                 "dtype; pass dtype=... to convert its elements") from None
     else:
         dtype, npd = _dtypes(dtype)
-        if src.dtype != npd:
-            src = _converted(src, npd, "loom.nd.array")
+        if src.dtype != npd.base:
+            src = _converted(src, npd.base, "loom.nd.array")
+        lanes = npd.shape
+        if lanes:  # vector elements: the trailing axis holds the lanes
+            if src.shape[-1:] != lanes:
+                raise LoomValueError(f"loom.nd.array: {dtype} elements need a trailing axis of {lanes[0]} lanes, "
+                                     f"got data of shape {src.shape}")
+            return empty(src.shape[:-1], dtype, dev).copyfrom(src)
     return empty(src.shape, dtype, dev).copyfrom(src)
 
 

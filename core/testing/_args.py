@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir.function import PrimFunc
 from ..ir.functor import collect
@@ -102,9 +101,6 @@ class Binder:
         self.internal.append(lambda arg, frame: frame.__setitem__(slot, _memory_arg(fname, what, arg)))
 
     def _buffer_param(self, comp: Any, k: int, p: E.Var, buf: Any, scalars: set[int]) -> None:
-        if buf.dtype.lanes > 1:
-            raise LoomTypeError(f"{self.fname}: buffer parameter {buf.name} has vector dtype {buf.dtype}; "
-                                "the interpreter takes arrays of scalar element types")
         tag = V.tag(buf.dtype)
         slots = tuple({comp.bind(p, memory_tag=tag), comp.bind(buf.data, memory_tag=tag)})
         for e in (*buf.shape, *buf.strides, buf.elem_offset):
@@ -150,6 +146,8 @@ class Binder:
                 mem: Any = DevicePointer(pointer, call.values[k].device)
             else:
                 flat, _ = call.memory(k)
+                if flat.dtype.kind == "V":  # vector elements: memory holds their lanes
+                    flat = flat.view(self.func.buffer_map[self.func.params[k]].dtype.element_of().numpy())
                 mem = Memory(flat, name)
             for slot in slots:
                 frame[slot] = mem

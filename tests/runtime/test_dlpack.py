@@ -174,10 +174,18 @@ def test_dtype_mapping_round_trips():
     for t in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "float16", "float32", "float64",
               "bfloat16", "handle"]:
         assert loom_dtype(*dl_dtype(t)) == t
-    with pytest.raises(loom.LoomTypeError, match=r"code 5, 64 bits\) has no Loom equivalent"):
+    with pytest.raises(loom.LoomTypeError, match=r"code 5, 64 bits, 1 lanes\) has no Loom equivalent"):
         loom_dtype(5, 64)
-    with pytest.raises(loom.LoomTypeError, match="4-lane vectors"):
-        loom_dtype(2, 32, 4)
+    assert loom_dtype(*dl_dtype("float32x4")) == "float32x4"
+    with pytest.raises(loom.LoomTypeError, match="4 lanes"):
+        loom_dtype(6, 8, 4)
+
+
+def test_vector_dtype_device_arrays_round_trip_through_capsules(ext_dev):
+    a = nd.array(np.arange(8, dtype="float32").reshape(4, 2), DEV, dtype="float32x2")
+    b = from_capsule(to_capsule(a))
+    assert (b.dtype, b.shape, b.handle) == ("float32x2", (4,), a.handle)
+    np.testing.assert_array_equal(b.numpy(), np.arange(8).reshape(4, 2))
 
 
 # -- a device other than the CPU ------------------------------------------------------------------------
