@@ -29,7 +29,7 @@ from .ir.structural import assert_structural_equal, structural_equal, structural
 from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
 from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, scan, sum, thread_axis  # noqa: A004
-from .te import decl_tensor_intrin
+from .te import decl_tensor_intrin, tag_scope
 from . import envvars, ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid, schedule, ir_builder
 from .driver import build, build_config, lower
 from .runtime import ndarray as nd
@@ -52,7 +52,7 @@ __all__ = [
     "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",
-    "create_schedule", "placeholder", "compute", "extern", "scan", "decl_tensor_intrin", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
+    "create_schedule", "placeholder", "compute", "extern", "scan", "decl_tensor_intrin", "tag_scope", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
     "lower", "build", "build_config", "nd",
     "ir", "arith", "schedule", "ir_builder", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
     "cpu", "cuda", "device", "context", "gpu", "logconfig",

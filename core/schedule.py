@@ -1,6 +1,7 @@
 """TVM's classic ``tvm.schedule`` namespace: schedules, stages, groups and whole-schedule helpers.
 
-The same objects as :mod:`loom.te`; ``InferBound`` and ``ScheduleOps`` expose
+The same objects as :mod:`loom.te` (and :class:`~loom.ir.Buffer`, :class:`~loom.ir.IterVar`
+as TVM's namespace had them); ``InferBound`` and ``ScheduleOps`` expose
 the two halves of lowering a schedule (bounds, then the loop nest) for tests
 and tools that look at them separately.
 
@@ -19,22 +20,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from .ir.buffer import Buffer
+from .ir.container import Map
+from .ir.expr import IterVar
 from .ir.stmt import Stmt
 from .te.auto_inline import AutoInlineElemWise, AutoInlineInjective
-from .te.bound import InferBoundResult, infer_bound
+from .te.bound import infer_bound
 from .te.schedule import Schedule, Stage, create_schedule
 from .te.schedule_group import StageGroup
 from .te.schedule_ops import schedule_to_stmt
 
 __all__ = [
     "Schedule", "Stage", "StageGroup", "create_schedule", "InferBound", "ScheduleOps",
-    "AutoInlineElemWise", "AutoInlineInjective",
+    "AutoInlineElemWise", "AutoInlineInjective", "Buffer", "IterVar",
 ]
 
 
-def InferBound(sch: Schedule) -> InferBoundResult:  # noqa: N802 (TVM's name)
-    """``{IterVar: Range}`` for every loop of ``sch`` (see :func:`loom.te.bound.infer_bound`)."""
-    return infer_bound(sch)
+def InferBound(sch: Schedule) -> Map:  # noqa: N802 (TVM's name)
+    """A :class:`loom.ir.Map` ``{IterVar: Range}`` of every loop of ``sch`` (see :func:`loom.te.bound.infer_bound`)."""
+    return Map(dict(infer_bound(sch)))
 
 
 def ScheduleOps(sch: Schedule, bounds: Any = None) -> Stmt:  # noqa: N802 (TVM's name)

@@ -119,8 +119,9 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     """Build a runtime Module from a schedule, a PrimFunc, an IRModule or ``{target: input}``.
 
     :param inputs: a Schedule (needs ``args``), a PrimFunc or IRModule (lowered
-        unless MakeAPI already ran), or a dict mapping targets to such inputs for a
-        heterogeneous build.
+        unless MakeAPI already ran), a list of those (built into one module, as
+        TVM 0.6's ``build([f1, f2])``), or a dict mapping targets to such inputs for
+        a heterogeneous build.
     :param args: the arguments when ``inputs`` is a Schedule (see :func:`loom.lower`).
     :param target: a target string or Target; None means ``Target.current()``, else
         the default host target (llvm, c or interp, whichever is installed first).
@@ -147,6 +148,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     >>> b = np.zeros(4, "float32"); f(np.arange(4, dtype="float32"), b); b
     array([1., 2., 3., 4.], dtype=float32)
     """
+    if isinstance(inputs, (list, tuple)):
+        inputs = _merged(inputs)
     plan = None
     if isinstance(inputs, Schedule) and is_heterogeneous(inputs, target):
         plan = plan_devices(inputs, resolve_config(inputs, target, target_host))
@@ -165,6 +168,23 @@ def _pipeline(tgt: Target, host_target: Target) -> list[Any]:
         return pipeline.instantiate(pipeline.DEVICE_BUILD)
     backend, _ = get_backend(tgt.kind.name)
     return pipeline.instantiate(pipeline.host_build(backend.thread_semantics))
+
+
+def _merged(items: Sequence[Any]) -> IRModule:
+    """TVM 0.6's ``build([f1, f2])``: lowered functions (PrimFuncs or IRModules) built into one module."""
+    functions: dict[str, Any] = {}
+    for k, item in enumerate(items):
+        if isinstance(item, PrimFunc):
+            item = IRModule.from_expr(item)
+        if not isinstance(item, IRModule):
+            raise LoomTypeError(f"build(): a list holds lowered functions (PrimFunc or IRModule, from loom.lower); "
+                                f"item {k} is a {type(item).__name__}")
+        for fname, func in item.functions.items():
+            if fname in functions:
+                raise LoomValueError(f"build(): two of the listed functions are named {fname!r}; give loom.lower "
+                                     "a name=... for each")
+            functions[fname] = func
+    return IRModule(functions)
 
 
 def _build(cfg: CompilationConfig, work: list[tuple[Target, Any]], args: Sequence[Any] | None, name: str,

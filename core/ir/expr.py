@@ -476,7 +476,9 @@ class IterVar(ArithOperators, Node):
     """An iteration variable with a domain: a loop axis or a thread axis.
 
     ``iter_type`` is one of ``data_par``, ``reduce``, ``thread_index``,
-    ``ordered``, ``opaque``, ``unrolled``, ``vectorized``, ``parallelized``.
+    ``ordered``, ``opaque``, ``unrolled``, ``vectorized``, ``parallelized``
+    (also named by TVM's class constants, set by :mod:`loom.te.relations`:
+    ``IterVar.Unrolled == "unrolled"``).
     """
 
     binding_identity: ClassVar[bool] = True

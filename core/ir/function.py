@@ -104,6 +104,21 @@ class IRModule(Node):
     def items(self):
         return self.functions.items()
 
+    @property
+    def body(self) -> Any:
+        """The body of the module's one function: what TVM 0.6's ``lower(..., simple_mode=True)`` returned.
+
+        >>> import loom
+        >>> A = loom.placeholder((4,), name="A")
+        >>> B = loom.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> type(loom.lower(loom.create_schedule(B.op), [A, B], simple_mode=True).body).__name__
+        'For'
+        """
+        if len(self.functions) != 1:
+            raise LoomValueError(f"IRModule.body is the body of a module's one function; this one has "
+                                 f"{sorted(self.functions)}: use mod[name].body")
+        return getattr(next(iter(self.functions.values())), "body")
+
     def get_global_var(self, name: str) -> GlobalVar:
         if name not in self.functions:
             raise LoomValueError(f"IRModule has no function {name!r}")

@@ -208,6 +208,23 @@ class SeqStmt(Stmt):
     def __getitem__(self, i: int) -> Stmt:
         return self.seq[i]
 
+    # TVM 0.6 chained statements as Block(first, rest); these read a SeqStmt the same way.
+    @property
+    def first(self) -> Stmt:
+        """The first statement (TVM 0.6's ``Block.first``)."""
+        return self.seq[0]
+
+    @property
+    def rest(self) -> Stmt:
+        """The statements after the first: the second alone, or a SeqStmt (TVM 0.6's ``Block.rest``).
+
+        >>> from loom.ir import Evaluate, SeqStmt
+        >>> s = SeqStmt([Evaluate(1), Evaluate(2), Evaluate(3)])
+        >>> s.first.value.value, s.rest.first.value.value, s.rest.rest.value.value
+        (1, 2, 3)
+        """
+        return self.seq[1] if len(self.seq) == 2 else SeqStmt(self.seq[1:])
+
 
 def no_op() -> Stmt:
     """The empty statement."""

@@ -41,6 +41,7 @@ from .operation import HybridOp
 from .scan import ScanOp
 from .scan_bound import prepare_scans, scan_reads
 from .tensor import ComputeOp
+from .tensor_compute import TensorComputeOp, tensor_compute_reads
 
 __all__ = ["infer_bound", "InferBoundResult", "thread_rank", "storage_rank"]
 
@@ -230,6 +231,9 @@ def _consumer_reads(ctx: _Context, stage: Any, consumer: Any, ranges: dict[E.Ite
     if isinstance(consumer.op, ScanOp):  # a step reads one row of each update (scan_bound)
         scan_reads(consumer.op, dom_map, targets)
         return
+    if isinstance(consumer.op, TensorComputeOp):  # the regions of its intrinsic call
+        tensor_compute_reads(consumer.op, dom_map, targets, an)
+        return
     if not isinstance(consumer.op, ComputeOp):  # extern and hybrid operations read their inputs whole
         for t in consumer.op.input_tensors:
             if t in targets:
@@ -247,13 +251,15 @@ def _infer_root(ctx: _Context, stage: Any, ranges: dict[E.IterVar, E.Range]) -> 
         for iv in root_iter_vars(op):
             ranges[iv] = _dom(iv)
         return
-    if not isinstance(op, ComputeOp):
+    if not isinstance(op, (ComputeOp, TensorComputeOp)):
         return
     if stage.is_output or not ctx.consumers[stage]:
         for iv in root_iter_vars(op):
             ranges[iv] = _dom(iv)
         return
-    targets: dict[Any, list[list[IntervalSet]]] = {stage.origin_op.output(k): [[] for _ in op.axis] for k in range(op.num_outputs)}
+    outputs = [stage.origin_op.output(k) for k in range(op.num_outputs)]
+    # every dimension, a tensor compute's intrinsic block too (which it always computes whole)
+    targets: dict[Any, list[list[IntervalSet]]] = {t: [[] for _ in t.shape] for t in outputs}
     for consumer in ctx.consumers[stage]:
         _consumer_reads(ctx, stage, consumer, ranges, targets)
     an = Analyzer()

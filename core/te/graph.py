@@ -17,6 +17,7 @@ from ..ir.producer import ProducerLoad
 from ._te_functor import te_collect
 from .operation import HybridOp
 from .tensor import ComputeOp, ExternOp, Tensor
+from .tensor_compute import TensorComputeOp
 
 __all__ = ["inline_bodies", "read_graph", "consumer_graph", "attach_paths", "bind_map", "stage_of"]
 
@@ -51,8 +52,8 @@ def inline_bodies(sch: Any) -> dict[Any, tuple[E.PrimExpr, ...]]:
             inliner = _Inliner(sch, bodies)
             bodies[stage] = tuple(inliner.visit(b) for b in stage.op.body)
     for stage in sch.stages:
-        if isinstance(stage.op, (ExternOp, HybridOp)):
-            kind = "an extern" if isinstance(stage.op, ExternOp) else "a hybrid"
+        if isinstance(stage.op, (ExternOp, HybridOp, TensorComputeOp)):
+            kind = {ExternOp: "an extern", HybridOp: "a hybrid"}.get(type(stage.op), "a tensor compute")
             for t in stage.op.inputs:
                 if stage_of(sch, t).attach_type == "inline":
                     raise LoomError(f"{t.op.name} is inlined but {kind} operation {stage.op.name} reads it; "

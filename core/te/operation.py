@@ -29,6 +29,7 @@ from ..ir.node import DictOf, TupleOf, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
 from ..ir.recursion import deep_recursion
+from .tag import current_tag
 from ..ir.reduce import Reduce
 from ..ir.stmt import Evaluate, Stmt
 from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor
@@ -161,11 +162,19 @@ def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag
     (True, 0, 1, 2)
     """
     what = f"compute {name!r}"
+    tag = tag or current_tag()
     extents = normalize_shape(shape, what)
     if not callable(fcompute):
         raise LoomTypeError(f"{what}: fcompute must be callable, got {type(fcompute).__name__}")
+    from . import tensor_compute as tc  # a body calling a tensor intrinsic makes a TensorComputeOp
+
+    made = tc.try_tensor_compute(extents, fcompute, name, tag, attrs, what)  # fcompute takes the outer indices
+    if made is not None:
+        return made
     axis = tuple(_data_axis(n, ext) for n, ext in zip(_axis_names(fcompute, len(extents), what), extents))
     result = fcompute(*(iv.var for iv in axis))
+    if isinstance(result, tc.TensorIntrinCall):
+        return tc.tensor_compute(extents, axis, result, name, tag, attrs, what)
     bodies = list(result) if isinstance(result, (tuple, list)) else [result]
     if not bodies:
         raise LoomValueError(f"{what}: fcompute returned an empty tuple")
@@ -331,7 +340,7 @@ def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[[list[Buffer
     if not isinstance(body, Stmt):
         raise LoomTypeError(f"{what}: fcompute must return a Stmt or an expression, got {type(body).__name__}")
     with deep_recursion(what):
-        op = ExternOp(name, inputs, ins, outs, body, tag, dict(attrs or {}))
+        op = ExternOp(name, inputs, ins, outs, body, tag or current_tag(), dict(attrs or {}))
         outputs = [op.output(k) for k in range(op.num_outputs)]
     return outputs[0] if len(outputs) == 1 else outputs
 

@@ -78,9 +78,33 @@ class IterVarAttr:
     iter_type: str = "data_par"
     bind_thread: Optional[E.IterVar] = None
     pragmas: list[tuple[str, E.PrimExpr]] = field(default_factory=list)
+    #: The tensor intrinsic a ``tensorize`` put here (``iter_type`` is then ``"tensorized"``).
+    tensor_intrin: Any = None
 
     def copy(self) -> IterVarAttr:
-        return IterVarAttr(self.iter_type, self.bind_thread, list(self.pragmas))
+        return IterVarAttr(self.iter_type, self.bind_thread, list(self.pragmas), self.tensor_intrin)
+
+    @property
+    def pragma_keys(self) -> Any:
+        """The pragma names, an Array of StringImm (TVM's spelling)."""
+        from ..ir.container import convert
+
+        return convert([k for k, _ in self.pragmas])
+
+    @property
+    def pragma_values(self) -> Any:
+        """The pragma values, in the order of :attr:`pragma_keys`."""
+        from ..ir.container import Array
+
+        return Array([v for _, v in self.pragmas])
+
+
+#: TVM's names of the loop kinds, as Loom spells them: ``IterVar.Unrolled == "unrolled"``.
+TVM_ITER_TYPES = {"DataPar": "data_par", "ThreadIndex": "thread_index", "CommReduce": "reduce", "Ordered": "ordered",
+                  "Opaque": "opaque", "Unrolled": "unrolled", "Vectorized": "vectorized",
+                  "Parallelized": "parallelized", "Tensorized": "tensorized"}
+for _name, _kind in TVM_ITER_TYPES.items():
+    setattr(E.IterVar, _name, _kind)
 
 
 def _ceil_div(a: E.PrimExpr, b: E.PrimExpr, analyzer: Any) -> E.PrimExpr:

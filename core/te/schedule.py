@@ -25,6 +25,7 @@ from .relations import IterVarAttr, Rebase, Relation
 from .operation import HybridOp
 from .scan import ScanOp
 from .tensor import ComputeOp, Operation, OpT, Tensor
+from .tensor_compute import TensorComputeOp
 from . import schedule_compute as _compute
 from . import schedule_loops as _loops
 
@@ -38,7 +39,7 @@ ATTACH_ROOT, ATTACH_INLINE, ATTACH_SCOPE = "root", "inline", "scope"
 
 def root_iter_vars(op: Operation) -> tuple[E.IterVar, ...]:
     """The loop variables an operation starts with (a compute's axes, then its reduction axes; a hybrid's loops)."""
-    if isinstance(op, ComputeOp):
+    if isinstance(op, (ComputeOp, TensorComputeOp)):  # a tensor compute's intrinsic block is no loop of its own
         return tuple(op.axis) + tuple(op.reduce_axis)
     if isinstance(op, HybridOp):
         return tuple(op.axis)

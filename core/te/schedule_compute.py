@@ -8,6 +8,7 @@ from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir.reduce import Reduce
 from .tensor import ComputeOp, Tensor
+from .tensor_compute import TensorComputeOp
 from .schedule_loops import check_leaf
 
 __all__ = ["compute_at", "compute_inline", "compute_root", "set_scope", "storage_align", "double_buffer", "on_device"]
@@ -36,7 +37,7 @@ def compute_at(stage: Any, parent: Any, scope: E.IterVar) -> None:
     if parent.attach_type == "inline":
         raise LoomValueError(f"compute_at on {stage.op.name}: the consumer {parent.op.name} is inlined and has "
                              f"no loops to attach to")
-    if not isinstance(stage.op, ComputeOp):
+    if not isinstance(stage.op, (ComputeOp, TensorComputeOp)):
         raise LoomValueError(f"compute_at on {stage.op.name}: only compute operations can be attached "
                              f"(this is a {type(stage.op).__name__})")
     check_leaf(parent, scope, f"compute_at({stage.op.name})")

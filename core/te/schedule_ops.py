@@ -18,7 +18,10 @@ The result still speaks of tensors, not memory:
   (see ``schedule_hybrid``);
 - an extern operation's body is wrapped, for each of its input and output
   buffers, in ``AttrStmt(Array([buffer, tensor]), "extern_buffer_bind", 0)``:
-  storage flattening maps the buffer onto the tensor's storage.
+  storage flattening maps the buffer onto the tensor's storage;
+- a tensor compute (an intrinsic call as a compute body) is the intrinsic's
+  statement in its outer loops, its buffers bound to the regions
+  (see ``tensor_compute_lower``).
 
 >>> from loom.te.operation import placeholder, compute
 >>> from loom.te.schedule import create_schedule
@@ -59,6 +62,8 @@ from .schedule_hybrid import lower_hybrid_stage
 from .scan import ScanOp
 from .scan_lower import lower_scan_stage, redirect_scan_tensors
 from .tensor import ComputeOp, PlaceholderOp
+from .tensor_compute import TensorComputeOp
+from .tensor_compute_lower import lower_tensor_compute
 from .tensorize import make_tensorize, tensorized_at
 
 __all__ = ["schedule_to_stmt"]
@@ -103,6 +108,8 @@ class _Lowering:
             producer = lower_hybrid_stage(stage, self.bounds, lambda iv, b: self.attach(stage, iv, b))
         elif isinstance(op, ScanOp):
             producer = lower_scan_stage(self, stage)
+        elif isinstance(op, TensorComputeOp):
+            producer = lower_tensor_compute(stage, self.bounds, lambda iv, b: self.attach(stage, iv, b))
         else:
             producer = self.extern(stage)
         if stage.double_buffer_:
@@ -110,12 +117,13 @@ class _Lowering:
                 producer = AttrStmt(t, "double_buffer_scope", ops.const(1, "int32"), producer)
         if self.devices is not None and stage.attach_type == "root":
             # A compute stage writes all of its outputs; an extern or hybrid one may leave parts alone.
-            whole = ops.const(int(isinstance(op, ComputeOp)), "int32")
+            whole = ops.const(int(isinstance(op, (ComputeOp, TensorComputeOp))), "int32")
             producer = AttrStmt(self.devices[id(op)], DEVICE_SCOPE, whole, producer)
         body = producer if consumer is None else seq(producer, consumer)
         for t in reversed(outputs):
-            if isinstance(op, ComputeOp):
+            if isinstance(op, (ComputeOp, TensorComputeOp)):  # a tensor compute's intrinsic block is whole
                 bounds = tuple(self.bounds[iv] for iv in op.axis)
+                bounds += tuple(E.Range(ops.const(0, s.dtype), s) for s in t.shape[len(op.axis):])
             else:  # extern and hybrid operations compute their whole outputs
                 bounds = tuple(E.Range(ops.const(0, s.dtype), s) for s in t.shape)
             inner = body
@@ -175,7 +183,8 @@ class _Lowering:
         return merge_nest(main[:begin + 1], seq(init, update))
 
 
-def _bounds_in_leaf_vars(stage: Any, op: ComputeOp, dom_map: Any) -> tuple[Any, dict[E.IterVar, E.Range]]:
+def _bounds_in_leaf_vars(stage: Any, op: ComputeOp | TensorComputeOp,
+                         dom_map: Any) -> tuple[Any, dict[E.IterVar, E.Range]]:
     """``dom_map``, and the declared domains of the reduction axes, with the ranges that use a data
     axis written in the loop variables the nest iterates.
 

@@ -243,6 +243,10 @@ class Tensor(Node, Generic[OpT]):
             indices = (indices,)
         if len(indices) > self.ndim or (not indices and self.ndim):
             raise LoomValueError(f"tensor {self.name} has {self.ndim} dimensions, indexed with {len(indices)}")
+        if any(isinstance(i, slice) for i in indices):  # A[i, 0:16]: a region, for a tensor intrinsic call
+            from .tensor_compute import TensorRegion
+
+            return cast("ProducerLoad", TensorRegion.of(self, tuple(indices)))
         if len(indices) < self.ndim:  # typed as the load: the partial form is the classic spelling's
             return cast("ProducerLoad", TensorSlice(self, tuple(indices)))
         return ProducerLoad(self, [convert_expr(i) for i in indices])

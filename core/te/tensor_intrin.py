@@ -14,7 +14,9 @@ The implementation comes in up to three parts, as in TVM:
 * ``reduce_update``: adds one part of the reduction to the outputs.
 
 ``body`` is used when the tensorized loops hold the whole reduction;
-``reduce_init`` and ``reduce_update`` when outer loops split it.
+``reduce_init`` and ``reduce_update`` when outer loops split it.  Called on
+regions of tensors, ``intrin(A[i, 0:16])``, an intrinsic is also a compute's
+body (:mod:`loom.te.tensor_compute`).
 
 >>> import loom
 >>> a = loom.placeholder((4,), name="a")
@@ -30,37 +32,57 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-import attrs
-
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir.buffer import Buffer, decl_buffer
+from ..ir.node import Node, TupleOf, child, children, register_object
+from ..ir.node import value as val
+from ..ir.printer import register_node_printer
 from ..ir.stmt import Evaluate, Stmt
 from .tensor import ComputeOp, PlaceholderOp, Tensor
 
 __all__ = ["TensorIntrin", "decl_tensor_intrin"]
 
 
-@attrs.frozen(eq=False)
-class TensorIntrin:
+@register_object("te.TensorIntrin")
+class TensorIntrin(Node):
     """A compute pattern and the statements implementing it (build one with :func:`decl_tensor_intrin`).
 
     ``buffers`` are the declared buffers of ``inputs`` then of ``op``'s outputs;
     ``scalar_params`` are variables of the pattern that tensorize binds to the
-    matching expressions of the tensorized stage.
+    matching expressions of the tensorized stage.  Calling the intrinsic on
+    regions of tensors, ``intrin(A[i, 0:16], B[i, 0:16])``, gives the body of a
+    :class:`~loom.te.tensor_compute.TensorComputeOp` (see :meth:`__call__`).
     """
 
-    name: str
-    op: ComputeOp
-    inputs: tuple[Tensor, ...]
-    buffers: tuple[Buffer, ...]
-    scalar_params: tuple[E.Var, ...]
-    body: Optional[Stmt]
-    reduce_init: Optional[Stmt]
-    reduce_update: Optional[Stmt]
+    name: str = val(str)
+    op: ComputeOp = child(ComputeOp, reference=True)
+    inputs: TupleOf[Tensor] = children(Tensor)
+    buffers: TupleOf[Buffer] = children(Buffer)
+    scalar_params: TupleOf[E.Var] = children(E.Var)
+    body: Optional[Stmt] = child(Stmt, optional=True, default=None)
+    reduce_init: Optional[Stmt] = child(Stmt, optional=True, default=None)
+    reduce_update: Optional[Stmt] = child(Stmt, optional=True, default=None)
 
-    def __repr__(self) -> str:
-        return f"TensorIntrin({self.name}, {self.op.name})"
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``intrin(A[i, 0:16], B[i, 0:16], reduce_axis=k)``: the intrinsic on regions, a compute's body.
+
+        Arguments are the regions of the intrinsic's inputs, in order (``A[i, 0:16]``,
+        a partly indexed ``A[i]`` or a whole tensor), then its scalar parameters'
+        values; ``reduce_axis`` names the reduction axes the regions use.  Return the
+        call from ``loom.compute``'s fcompute, which takes the outer indices only
+        (see :mod:`loom.te.tensor_compute`).
+        """
+        from .tensor_compute import call_intrin  # tensor_compute builds on this module
+
+        return call_intrin(self, args, kwargs)
+
+
+def _intrin_text(p: Any, t: TensorIntrin) -> str:
+    return f"TensorIntrin({t.name}, {t.op.name})"
+
+
+register_node_printer(TensorIntrin, _intrin_text)
 
 
 def _as_stmt(part: Any, what: str) -> Optional[Stmt]:

@@ -19,7 +19,9 @@ Which statement: when the tensorized loops hold the whole reduction (or there is
 none), the intrinsic's ``body``.  When loops outside ``axis`` split the reduction,
 ``reduce_init`` runs before them and ``reduce_update`` inside them; without a
 ``reduce_init``, ``body`` runs on the first iteration of those loops and
-``reduce_update`` on the others.
+``reduce_update`` on the others.  Emitting that statement (:func:`emit_intrinsic`) also
+lowers a :class:`~loom.te.tensor_compute.TensorComputeOp` (an intrinsic called as
+a compute's body), which is a compute tensorized at its inner axes from the start.
 
 >>> import loom
 >>> from loom.te.tensor_intrin import decl_tensor_intrin
@@ -41,6 +43,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import attrs
+
 from ..arith import Analyzer
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
@@ -50,15 +54,16 @@ from ..ir.functor import collect, substitute
 from ..ir.intrin import likely
 from ..ir.op import Op
 from ..ir.stmt import AssertStmt, AttrStmt, IfThenElse, Stmt, seq
-from ..transform._util import uses_vars
+from ..transform._util import renew_defs, uses_vars
 from .loop_nest import if_nest, make_bound_check, make_loop_nest, merge_nest
-from .relations import Rebase, pass_down_bitmask
+from .relations import IterVarAttr, Rebase, pass_down_bitmask
 from .schedule_loops import check_leaf
 from .tensor import ComputeOp, Tensor
+from .tensor_compute import bind_extents
 from .tensor_intrin import TensorIntrin
 from .tensorize_match import infer_region, match_body, reads_of
 
-__all__ = ["tensorize", "tensorized_at", "make_tensorize", "BUFFER_BIND_SCOPE"]
+__all__ = ["tensorize", "tensorized_at", "make_tensorize", "emit_intrinsic", "LoopNest", "BUFFER_BIND_SCOPE"]
 
 #: The attribute binding an intrinsic's buffer to a region of a tensor (storage flattening resolves it).
 BUFFER_BIND_SCOPE = "buffer_bind_scope"
@@ -85,6 +90,9 @@ def tensorize(stage: Any, axis: E.IterVar, intrin: TensorIntrin) -> None:
         raise LoomValueError(f"tensorize on {stage.op.name}: the stage is already tensorized at {prior[0].var.name}; "
                              "a stage has one tensorized loop")
     setattr(stage, _REQUEST, (axis, intrin))  # a tuple: Schedule.copy shares it safely
+    if attr is None:
+        attr = stage.iter_var_attrs[axis] = IterVarAttr()
+    attr.iter_type, attr.tensor_intrin = "tensorized", intrin  # what TVM's iter_var_attrs showed
 
 
 def tensorized_at(stage: Any) -> Optional[tuple[int, TensorIntrin]]:
@@ -128,28 +136,10 @@ def _check_preds(preds: list[E.PrimExpr], banned: list[E.Var], what: str, why: s
                                  "split by a factor that divides the extent")
 
 
-def _extents(checks: list[tuple[str, E.PrimExpr, E.PrimExpr]], what: str, an: Analyzer) -> tuple[dict, list]:
-    """Extent variables of the intrinsic bound to the region's, and the assertions of the others."""
-    bound: dict[E.Var, E.PrimExpr] = {}
-    asserts: list[tuple[E.PrimExpr, str]] = []
-    for name, want, have in checks:
-        want = substitute(want, bound)
-        have = ops.cast(have, want.dtype) if have.dtype != want.dtype else have
-        if isinstance(want, E.Var):  # a symbolic size of the intrinsic: this region's
-            bound[want] = have
-        elif not an.can_prove_equal(want, have):
-            if an.can_prove(ops.ne(want, have)):
-                raise LoomValueError(f"{what}: {name} has extent {want} in the intrinsic but {have} in the "
-                                     "tensorized loops")
-            asserts.append((ops.eq(want, have), f"{what}: {name} has extent {want} in the intrinsic but the "
-                                                "tensorized loops cover another"))
-    return bound, asserts
-
-
 def make_tensorize(stage: Any, bounds: Any, bodies: tuple[E.PrimExpr, ...],
                    attach: Callable[[E.IterVar, Stmt], Stmt], stages: list[Any]) -> Stmt:
     """The statement computing a tensorized compute ``stage`` (see the module docstring)."""
-    from .schedule_ops import _bounds_in_leaf_vars, _vmap  # schedule_ops calls this module
+    from .schedule_ops import _bounds_in_leaf_vars  # schedule_ops calls this module
 
     op: ComputeOp = stage.op
     found = tensorized_at(stage)
@@ -171,28 +161,65 @@ def make_tensorize(stage: Any, bounds: Any, bodies: tuple[E.PrimExpr, ...],
     an = Analyzer()
     for iv, r in dom_map.items():
         an.bind(iv.var, r, allow_override=True)
-    sizes, asserts = _extents(checks, what, an)
+    sizes, asserts = bind_extents(checks, what, an, "the tensorized loops")
     inputs = reads_of(bodies)
     outputs = [stage.origin_op.output(k) for k in range(op.num_outputs)]
-    out_buffers = intrin.buffers[len(inputs):]
     out_region = [region.axes[iv] for iv in op.axis]
+    binds = ([(buf, t, region.inputs[t]) for buf, t in zip(intrin.buffers, inputs)],
+             [(buf, t, out_region) for buf, t in zip(intrin.buffers[len(inputs):], outputs)])
+    nest = LoopNest(main, values, preds, dom_map, declared, tloc, banned)
+    return emit_intrinsic(stage, intrin, nest, binds, {**sizes, **params}, asserts, what)
+
+
+@attrs.frozen
+class LoopNest:
+    """The stage's loops around the intrinsic: ``main`` (from ``make_loop_nest``) fills ``values``;
+    ``preds`` are its bound checks; the intrinsic replaces the leaf loops from ``tloc`` on, whose
+    own variables are ``banned`` from conditions."""
+
+    main: list
+    values: dict
+    preds: list
+    dom_map: Any
+    declared: dict
+    tloc: int
+    banned: list
+
+
+Binding = tuple[Any, Tensor, list[E.Range]]
+
+
+def emit_intrinsic(stage: Any, intrin: TensorIntrin, nest: LoopNest, binds: tuple[list[Binding], list[Binding]],
+                   subst: dict[E.Var, E.PrimExpr], asserts: list[tuple[E.PrimExpr, str]], what: str) -> Stmt:
+    """The loops of ``stage`` outside ``nest.tloc`` around the intrinsic's statements.
+
+    ``binds`` are ``(buffer, tensor, region)`` of the inputs and of the outputs (regions in the
+    operation's axes); ``subst`` gives the intrinsic's symbolic sizes and scalar parameters their
+    values.  A tensorized compute and a :class:`~loom.te.tensor_compute.TensorComputeOp` both end here.
+    """
+    from .schedule_ops import _vmap  # schedule_ops calls this module
+
+    op = stage.op
+    leaves, main, values, preds, tloc = stage.leaf_iter_vars, nest.main, nest.values, nest.preds, nest.tloc
+    in_binds, out_binds = binds
 
     def finish(stmt: Stmt, with_inputs: bool = True, vmap: Optional[dict] = None) -> Stmt:
-        for buf, t in reversed(list(zip(out_buffers, outputs))):
-            stmt = _bind(buf, t, out_region, stmt)
+        stmt = renew_defs(stmt)  # the intrinsic's own loop variables, fresh at each use (SSA)
+        for buf, t, rng in reversed(out_binds):
+            stmt = _bind(buf, t, rng, stmt)
         if with_inputs:
-            for buf, t in reversed(list(zip(intrin.buffers, inputs))):
-                stmt = _bind(buf, t, region.inputs[t], stmt)
+            for buf, t, rng in reversed(in_binds):
+                stmt = _bind(buf, t, rng, stmt)
             for cond, message in reversed(asserts):
                 stmt = AssertStmt(cond, message, stmt)
-        stmt = substitute(substitute(stmt, {**sizes, **params}), _vmap(values))
+        stmt = substitute(substitute(stmt, subst), _vmap(values))
         return substitute(stmt, vmap) if vmap else stmt
 
     flags = {iv: 2 for iv in op.reduce_axis}
     flags.update({iv: 1 for iv in op.axis})
     pass_down_bitmask(stage, flags)
     begin = next((k for k, iv in enumerate(leaves) if flags.get(iv, 0) & 2), len(leaves))
-    if not op.reduce_axis or tloc <= begin:  # the tensorized loops hold the whole reduction
+    if not op.reduce_axis or tloc <= begin:  # the intrinsic's loops hold the whole reduction
         if intrin.body is None:
             raise LoomValueError(f"{what}: the intrinsic has no body, only a reduce_update; tensorize a loop outside "
                                  "the reduction's loops, or give the intrinsic a body")
@@ -209,14 +236,14 @@ def make_tensorize(stage: Any, bounds: Any, bodies: tuple[E.PrimExpr, ...],
         firsts = [values[iv] for iv in splitting]
         _check_preds(preds, [v for x in firsts for v in collect(x, lambda n: isinstance(n, E.Var))], what,
                      "that splits the reduction (it would clash with the choice of the first iteration)")
-        later = ops.any(*(x > dom_map[iv].min for x, iv in zip(firsts, splitting)))
+        later = ops.any(*(x > nest.dom_map[iv].min for x, iv in zip(firsts, splitting)))
         choice = IfThenElse(likely(later), intrin.reduce_update, intrin.body)
         return merge_nest(main[:begin + 1], merge_nest(update_nest, if_nest(preds, finish(choice))))
     skip = {iv for iv, f in flags.items() if f == 2}
     init_values = {iv: values[iv] for iv in leaves[:begin]}
-    init_nest = make_loop_nest(stage, dom_map, begin, True, skip, init_values)
-    init_preds = make_bound_check(stage, dom_map, init_values, True, skip, declared)
-    _check_preds(init_preds, banned, what, "that tensorize replaces (a split that leaves a remainder)")
+    init_nest = make_loop_nest(stage, nest.dom_map, begin, True, skip, init_values)
+    init_preds = make_bound_check(stage, nest.dom_map, init_values, True, skip, nest.declared)
+    _check_preds(init_preds, nest.banned, what, "that tensorize replaces (a split that leaves a remainder)")
     to_init = {iv.var: init_values[iv] for iv in leaves[begin:tloc] if iv not in skip and iv in init_values}
     init = merge_nest(init_nest[:tloc + 1],
                       if_nest(init_preds, finish(intrin.reduce_init, with_inputs=False, vmap=to_init)))

@@ -1,0 +1,405 @@
+"""TensorComputeOp: a tensor intrinsic called on regions as a compute's body (TVM v0.6's test_tensor_compute1/2)."""
+
+import numpy as np
+import pytest
+
+import loom
+from loom.errors import LoomError, LoomTypeError, LoomValueError
+from loom.ir import BufferStore, Evaluate, For, SeqStmt
+from loom.te import TensorComputeOp
+from loom.testing.conformance.harness import buildable_cpu_kinds
+
+KINDS = buildable_cpu_kinds()
+NATIVE = [k for k in ("llvm", "c") if k in KINDS]
+
+KERNELS_C = """
+int vadd(float *z, const float *x, const float *y, int n) {
+  for (int i = 0; i < n; ++i) z[i] = x[i] + y[i];
+  return 0;
+}
+int gemm_reset(float *z, int m, int n) {
+  for (int i = 0; i < m * n; ++i) z[i] = 0.0f;
+  return 0;
+}
+int gemm_update(float *z, const float *x, const float *y, int m, int n, int l) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < l; ++k) z[i * n + j] += x[i * l + k] * y[j * l + k];
+  return 0;
+}
+"""
+
+
+def intrin_vadd(n, extern=False):
+    """TVM's vadd intrinsic: an ir_builder loop (runs everywhere) or a call of the C kernel."""
+    x = loom.placeholder((n,), name="vx")
+    y = loom.placeholder((n,), name="vy")
+    z = loom.compute(x.shape, lambda i: x[i] + y[i], name="z")
+
+    def intrin_func(ins, outs):
+        ib = loom.ir_builder.create()
+        xx, yy = ins
+        zz = outs[0]
+        if extern:
+            ib.emit(loom.call_extern("int32", "vadd", zz.access_ptr("w"), xx.access_ptr("r"), yy.access_ptr("r"), n))
+        else:
+            with ib.for_range(0, n, name="v") as v:
+                ib.emit(BufferStore(zz, xx[v] + yy[v], [v]))
+        return ib.get()
+
+    with loom.build_config(offset_factor=n):
+        return loom.decl_tensor_intrin(z.op, intrin_func, name="vadd")
+
+
+def intrin_gemm(m, n, l, parts="all", extern=False):
+    """TVM's GEMM micro-kernel ``z[i, j] = sum_k x[i, k] * y[j, k]`` with body, reset and update."""
+    k = loom.reduce_axis((0, l), name="k")
+    x = loom.placeholder((m, l), name="x")
+    y = loom.placeholder((n, l), name="y")
+    z = loom.compute((m, n), lambda i, j: loom.sum(x[i][k] * y[j][k], axis=k), name="z")
+
+    def loops(zz, xx, yy, reset, update):
+        ib = loom.ir_builder.create()
+        with ib.for_range(0, m, name="a") as a:
+            with ib.for_range(0, n, name="b") as b:
+                if reset:
+                    ib.emit(BufferStore(zz, loom.const(0.0), [a, b]))
+                if update:
+                    with ib.for_range(0, l, name="c") as c:
+                        ib.emit(BufferStore(zz, zz[a, b] + xx[a, c] * yy[b, c], [a, b]))
+        return ib.get()
+
+    def intrin_func(ins, outs):
+        xx, yy = ins
+        zz = outs[0]
+        if extern:
+            zp = zz.access_ptr("w")
+            reset = loom.call_extern("int32", "gemm_reset", zp, m, n)
+            update = loom.call_extern("int32", "gemm_update", zp, xx.access_ptr("r"), yy.access_ptr("r"), m, n, l)
+            body = SeqStmt([Evaluate(reset), Evaluate(update)])
+        else:
+            body, reset, update = (loops(zz, xx, yy, True, True), loops(zz, xx, yy, True, False),
+                                   loops(zz, xx, yy, False, True))
+        return body, (reset if parts == "all" else None), update
+
+    with loom.build_config(offset_factor=n):
+        return loom.decl_tensor_intrin(z.op, intrin_func, name="vgemm")
+
+
+def vadd_program(m=256, factor=16, extern=False):
+    vadd = intrin_vadd(factor, extern)
+    A = loom.placeholder((m // factor, factor), name="A")
+    B = loom.placeholder((m // factor, factor), name="B")
+    C = loom.compute((m // factor, factor), lambda i: vadd(A[i, 0:factor], B[i, 0:factor]), name="C")
+    return A, B, C
+
+
+def gemm_program(sizes=(64, 32, 48), factors=(16, 8, 8), parts="all", extern=False):
+    (M, N, L), (factor, factor1, factor2) = sizes, factors
+    vgemm = intrin_gemm(factor1, factor2, factor, parts, extern)
+    A = loom.placeholder((M // factor1, L // factor, factor1, factor), name="A")
+    B = loom.placeholder((N // factor2, L // factor, factor2, factor), name="B")
+    k = loom.reduce_axis((0, L // factor), name="k")
+    C = loom.compute((M // factor1, N // factor2, factor1, factor2),
+                     lambda i, j: vgemm(A[i, k, 0:factor1, 0:factor], B[j, k, 0:factor2, 0:factor], reduce_axis=k),
+                     name="C")
+    return A, B, C
+
+
+def run(s, args, kind, fill=np.nan, seed=0):
+    f = loom.build(s, args, target=kind)
+    rng = np.random.default_rng(seed)
+    ins = [rng.uniform(size=[int(n) for n in t.shape]).astype("float32") for t in args[:-1]]
+    out = np.full([int(n) for n in args[-1].shape], fill, "float32")
+    f(*ins, out)
+    return ins, out
+
+
+def gemm_ref(a, b):
+    return np.einsum("ikac,jkbc->ijab", a, b)
+
+
+def body_of(s, args):
+    return loom.lower(s, args, simple_mode=True)["default_function"].body
+
+
+# ---------------------------------------------------------------------------
+# TVM's two tests, with values
+
+
+def test_tensor_compute1_lowers_to_one_call_per_row():
+    A, B, C = vadd_program(m=1024, extern=True)
+    assert isinstance(C.op, TensorComputeOp) and [int(n) for n in C.shape] == [64, 16]
+    assert C.op.input_tensors == [A, B] and [iv.var.name for iv in C.op.axis] == ["i"]
+    stmt = body_of(loom.create_schedule(C.op), [A, B, C])
+    assert isinstance(stmt, For) and isinstance(stmt.body, Evaluate)  # TVM: stmt.body.body is an Evaluate
+    assert "call_extern('int32', 'vadd'" in str(stmt)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tensor_compute1_values(kind):
+    A, B, C = vadd_program()
+    (a, b), c = run(loom.create_schedule(C.op), [A, B, C], kind)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", NATIVE)
+def test_tensor_compute1_through_the_c_kernel(kind):
+    A, B, C = vadd_program(extern=True)
+    s = loom.create_schedule(C.op)
+    s[C].pragma(C.op.axis[0], "import_c", KERNELS_C)
+    (a, b), c = run(s, [A, B, C], kind)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def test_tensor_compute2_resets_then_updates_in_the_reduction_loop():
+    A, B, C = gemm_program((2048, 1024, 1024), (16, 32, 32), extern=True)
+    stmt = body_of(loom.create_schedule(C.op), [A, B, C])
+    inner = stmt.body.body  # TVM: stmt.body.body.body[0] and [1].body are Evaluates
+    assert isinstance(inner, SeqStmt) and isinstance(inner[0], Evaluate) and isinstance(inner[1].body, Evaluate)
+    assert "gemm_reset" in str(inner[0]) and inner[1].loop_var.name == "k"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("parts", ["all", "no_reset"])
+def test_tensor_compute2_values(kind, parts):
+    A, B, C = gemm_program(parts=parts)
+    (a, b), c = run(loom.create_schedule(C.op), [A, B, C], kind)  # NaN in C: the reset (or body) must clear it
+    np.testing.assert_allclose(c, gemm_ref(a, b), rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", NATIVE)
+def test_tensor_compute2_through_the_c_kernels(kind):
+    A, B, C = gemm_program(extern=True)
+    s = loom.create_schedule(C.op)
+    s[C].pragma(C.op.axis[0], "import_c", KERNELS_C)
+    (a, b), c = run(s, [A, B, C], kind, fill=7.0)
+    np.testing.assert_allclose(c, gemm_ref(a, b), rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# schedules on the outer axes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_split_and_parallel_outer_axis(kind):
+    A, B, C = vadd_program(m=16 * 10)
+    s = loom.create_schedule(C.op)
+    xo, xi = s[C].split(s[C].op.axis[0], factor=4)  # 10 rows: a remainder, guarded
+    s[C].parallel(xo)
+    text = str(body_of(s, [A, B, C]))
+    assert "parallel(3)" in text and "likely(i.outer * 4 + i.inner < 10)" in text
+    (a, b), c = run(s, [A, B, C], kind)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("parts", ["all", "no_reset"])
+def test_reorder_and_split_with_the_reduction_outside(kind, parts):
+    A, B, C = gemm_program(sizes=(32, 32, 64), parts=parts)
+    s = loom.create_schedule(C.op)
+    i, j = s[C].op.axis
+    (k,) = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, factor=2)
+    jo, ji = s[C].split(j, factor=2)
+    s[C].reorder(i, ko, jo, ki, ji)
+    s[C].parallel(i)
+    text = str(body_of(s, [A, B, C]))
+    assert ("likely(0 < k.outer or 0 < k.inner)" in text) == (parts == "no_reset")
+    (a, b), c = run(s, [A, B, C], kind)
+    np.testing.assert_allclose(c, gemm_ref(a, b), rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_compute_at_both_ways(kind):
+    A, B, C = vadd_program(m=128)
+    P = loom.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="P")
+    vadd = C.op.intrin
+    C = loom.compute(A.shape, lambda i: vadd(P[i, 0:16], B[i, 0:16]), name="C")
+    D = loom.compute(C.shape, lambda i, j: C[i, j] + 1.0, name="D")
+    s = loom.create_schedule(D.op)
+    do, _ = s[D].split(D.op.axis[0], factor=2)
+    s[C].compute_at(s[D], do)  # two rows of C per iteration of D's outer loop
+    s[P].compute_at(s[C], C.op.axis[0])  # one row of P per call of the intrinsic
+    text = str(body_of(s, [A, B, D]))
+    assert "P = allocate([1, 16]" in text and "C = allocate([2, 16]" in text
+    (a, b), d = run(s, [A, B, D], kind)
+    np.testing.assert_allclose(d, a * 2 + b + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_symbolic_sizes_scalar_params_and_the_outer_shape_only(kind):
+    n = loom.var("n")
+    alpha = loom.var("alpha", "float32")
+    x = loom.placeholder((n,), name="x")
+    y = loom.placeholder((n,), name="y")
+    z = loom.compute((n,), lambda i: x[i] * alpha + y[i], name="z")
+
+    def intrin_func(ins, outs, params):
+        ib = loom.ir_builder.create()
+        with ib.for_range(0, n, name="v") as v:  # n is the region's extent, 12
+            ib.emit(BufferStore(outs[0], ins[0][v] * params[0] + ins[1][v], [v]))
+        return ib.get()
+
+    axpy = loom.decl_tensor_intrin(z.op, intrin_func, name="axpy", scalar_params=[alpha])
+    m = loom.var("m")
+    A = loom.placeholder((m, 12), name="A")
+    B = loom.placeholder((m, 12), name="B")
+    C = loom.compute((m,), lambda i: axpy(A[i, 0:12], B[i], 2.5), name="C")  # B[i]: the whole row
+    assert [str(d) for d in C.shape] == ["m", "12"]
+    s = loom.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=4)
+    f = loom.build(s, [A, B, C], target=kind)
+    a, b = np.random.rand(7, 12).astype("float32"), np.random.rand(7, 12).astype("float32")
+    c = np.zeros_like(a)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a * 2.5 + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scalars_interleave_with_regions_and_an_element_is_a_region_of_one(kind):
+    # TVM's test_tensor_intrin_scalar_params: intrin(i*i, A[i, j], i+j), scalars and regions interleaved.
+    n = loom.var("n")
+    x = loom.placeholder((n,), name="x")
+    v, w = loom.var("v"), loom.var("w")
+    z = loom.compute((n,), lambda i: x[i] * v + w, name="z")
+
+    def intrin_func(ins, outs, sp):
+        ib = loom.ir_builder.create()
+        with ib.for_range(0, n, name="e") as e:
+            ib.emit(BufferStore(outs[0], ins[0][e] * loom.cast(sp[0], "float32") + loom.cast(sp[1], "float32"), [e]))
+        return ib.get()
+
+    intrin = loom.decl_tensor_intrin(z.op, intrin_func, scalar_params=[v, w])
+    A = loom.placeholder((10, 10), name="A")
+    C = loom.compute((10, 10), lambda i, j: intrin(i * i, A[i, j], i + j), name="C")
+    # The intrinsic's output dimension (one element here) is appended, where TVM 0.6 dropped it.
+    assert [str(d) for d in C.shape] == ["10", "10", "1"]
+    f = loom.build(loom.create_schedule(C.op), [A, C], target=kind)
+    a = np.random.rand(10, 10).astype("float32")
+    c = np.zeros((10, 10, 1), "float32")
+    f(a, c)
+    i, j = np.meshgrid(np.arange(10), np.arange(10), indexing="ij")
+    np.testing.assert_allclose(c[..., 0], a * (i * i) + (i + j), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_intrinsic_in_two_stages_keeps_the_ir_well_formed(kind, monkeypatch):
+    monkeypatch.setenv("LOOM_VERIFY", "1")  # each use of the intrinsic's loop gets its own variable (SSA)
+    A, B, C = vadd_program(m=64)
+    D = loom.compute(A.shape, lambda i: C.op.intrin(C[i, 0:16], B[i]), name="D")  # B[i]: the whole row
+    s = loom.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    (a, b), d = run(s, [A, B, D], kind)
+    np.testing.assert_allclose(d, a + 2 * b, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# the operation itself
+
+
+def test_json_round_trip_and_structural_equality():
+    A, B, C = vadd_program()
+    back = loom.load_json(loom.save_json(C.op))
+    assert isinstance(back, TensorComputeOp) and isinstance(back.intrin, loom.te.TensorIntrin)
+    assert loom.structural_equal(back, C.op, map_free_vars=True)
+    assert loom.structural_hash(back) == loom.structural_hash(C.op)
+    assert loom.structural_equal(vadd_program()[2].op, C.op, map_free_vars=True)  # built twice: equal
+    vadd = C.op.intrin
+    shifted = loom.compute(C.shape, lambda i: vadd(A[i, 0:16], B[15 - i, 0:16]), name="C")
+    assert not loom.structural_equal(shifted.op, C.op, map_free_vars=True)
+    T = back.output(0)
+    Ab, Bb = back.input_tensors
+    (a, b), c = run(loom.create_schedule(T.op), [Ab, Bb, T], "interp" if "interp" in KINDS else KINDS[0])
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+    assert str(C.op) == "tensor_compute C[i] = vadd(A[i, 0:16], B[i, 0:16])  # over i: range(0, 16)"
+
+
+def test_schedule_json_round_trip_keeps_the_loops():
+    A, B, C = gemm_program()
+    s = loom.create_schedule(C.op)
+    i, j = C.op.axis
+    s[C].reorder(i, C.op.reduce_axis[0], j)
+    s2 = loom.load_json(loom.save_json(s))
+    op = s2.outputs[0]
+    assert isinstance(op, TensorComputeOp)
+    loom.assert_structural_equal(body_of(s2, [*op.input_tensors, op.output(0)]), body_of(s, [A, B, C]),
+                                 map_free_vars=True)
+
+
+# ---------------------------------------------------------------------------
+# misuse
+
+
+def _bad_calls():
+    vadd = intrin_vadd(16)
+    A = loom.placeholder((8, 32), name="A")
+    B = loom.placeholder((8, 32), name="B")
+    Ad = loom.placeholder((8, 32), "float64", name="Ad")
+    k = loom.reduce_axis((0, 2), name="k")
+    return {
+        "extent": (lambda i: vadd(A[i, 0:8], B[i, 0:16]),
+                   r"dimension 0 of input vx \(argument 0, A\) has extent 16 in the intrinsic but 8 in the region"),
+        "leading": (lambda i: vadd(A[i:i + 2, 0:16], B[i, 0:16]),
+                    r"argument 0 covers 2 elements of dimension 0 of A; the intrinsic's input vx is 1-d"),
+        "too_few": (lambda i: vadd(A[i, 0:16]), r"expected 2 tensor region\(s\) .* got 1 region\(s\)"),
+        "too_many": (lambda i: vadd(A[i, 0:16], B[i, 0:16], 3.0), r"and 0 scalar\(s\) .* 1 other argument"),
+        "element": (lambda i: vadd(A[i, 0], B[i, 0:16]),  # an element is a region of one, as in TVM
+                    r"dimension 0 of input vx \(argument 0, A\) has extent 16 in the intrinsic but 1 in the region"),
+        "dtype": (lambda i: vadd(Ad[i, 0:16], B[i, 0:16]), r"argument 0 \(Ad\) is float64, the intrinsic's input vx"),
+        "keyword": (lambda i: vadd(A[i, 0:16], B[i, 0:16], axis=k), r"unknown keyword argument\(s\) \['axis'\]"),
+        "reduce_missing": (lambda i: vadd(A[k, 0:16], B[i, 0:16]), r"uses the reduction axis k, which reduce_axis"),
+        "reduce_parts": (lambda i: vadd(A[k, 0:16], B[i, 0:16], reduce_axis=k), r"needs a reduce_update"),
+        "not_reduce": (lambda i: vadd(A[i, 0:16], B[i, 0:16], reduce_axis=i), r"reduce_axis must hold reduction axes"),
+        "step": (lambda i: vadd(A[i, 0:32:2], B[i, 0:16]), r"region of A, dimension 1: the slice has step 2"),
+        "outside": (lambda i: vadd(A[i, 16:48], B[i, 0:16]), r"the slice 16:48 is empty or outside .*\[0, 32\)"),
+        "in_expression": (lambda i, j: vadd(A[i, 0:16], B[i, 0:16]) + 1.0, r"whole body of a compute"),
+        "region_as_value": (lambda i, j: A[i, 0:16] * 2.0, r"A\[i, 0:16\] is a region of A, not an element"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_bad_calls()))
+def test_misused_calls_are_errors_naming_what_is_wrong(case):
+    fcompute, message = _bad_calls()[case]
+    kind = LoomTypeError if case in ("dtype", "keyword", "not_reduce") else LoomValueError
+    with pytest.raises(kind, match=message):
+        loom.compute((8, 16), fcompute, name="C")
+
+
+def test_shape_errors():
+    vadd = intrin_vadd(16)
+    A = loom.placeholder((8, 16), name="A")
+    with pytest.raises(LoomValueError, match=r"output dimension 0 has extent 16 in the intrinsic but 8 in the shape"):
+        loom.compute((8, 8), lambda i: vadd(A[i, 0:16], A[i, 0:16]), name="C")
+    with pytest.raises(LoomValueError, match=r"shape has 3 dimensions: fcompute takes 1 index\(es\) and the "
+                                             r"intrinsic vadd computes 1-d outputs \[16\], so give 2"):
+        loom.compute((8, 16, 2), lambda i: vadd(A[i, 0:16], A[i, 0:16]), name="C")
+    with pytest.raises(LoomValueError, match=r"fcompute takes 1 index argument\(s\) \['i'\] but the shape has 2"):
+        loom.compute((8, 16), lambda i: A[i, 0] * 2.0, name="C")  # no intrinsic: the plain arity error
+    T = loom.placeholder((8, 32), name="T")
+    C = loom.compute((8, 16), lambda i: vadd(T[i, 16:32], T[i, 0:16]), name="C")
+    loom.lower(loom.create_schedule(C.op), [T, C])  # rows start at multiples of 16: fine
+    C = loom.compute((8, 16), lambda i: vadd(T[i, 1:17], T[i, 0:16]), name="C")
+    with pytest.raises(LoomValueError, match=r"offset_factor is 16, but the region starts at element offset"):
+        loom.lower(loom.create_schedule(C.op), [T, C])
+
+
+def test_schedule_errors():
+    A, B, C = vadd_program()
+    P = loom.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="P")
+    C = loom.compute(A.shape, lambda i: C.op.intrin(P[i, 0:16], B[i, 0:16]), name="C")
+    s = loom.create_schedule(C.op)
+    s[P].compute_inline()
+    with pytest.raises(LoomError, match="P is inlined but a tensor compute operation C reads it"):
+        loom.lower(s, [A, B, C])
+    with pytest.raises(LoomValueError, match="only compute stages can be tensorized, this is a TensorComputeOp"):
+        s[C].tensorize(C.op.axis[0], C.op.intrin)
+    D = loom.compute(C.shape, lambda i, j: C[i, j] + 1.0, name="D")
+    s = loom.create_schedule(D.op)
+    with pytest.raises(LoomValueError, match="only compute operations can be inlined"):
+        s[C].compute_inline()
+    A, B, C = gemm_program()
+    s = loom.create_schedule(C.op)
+    s[C].bind(C.op.reduce_axis[0], loom.thread_axis("threadIdx.x"))
+    with pytest.raises(LoomValueError, match="loop k of the reduction is bound to threadIdx.x"):
+        loom.lower(s, [A, B, C])
