@@ -104,3 +104,13 @@ def test_simple_mode_body_and_block_style_reads():
     two = loom.ir.IRModule({"f": mod["default_function"], "g": mod["default_function"]})
     with pytest.raises(loom.LoomValueError, match="use mod\\[name\\].body"):
         two.body
+
+
+def test_reductions_over_fresh_axes_are_structurally_equal():
+    # TVM's test_equal_compute: a Reduce defines its axes, as a For its loop variable.
+    A = loom.placeholder((10,), name="A")
+    k1, k2, k3 = loom.reduce_axis((0, 10), "k"), loom.reduce_axis((0, 10), "k"), loom.reduce_axis((0, 9), "k")
+    a, b = loom.sum(A[k1], axis=k1), loom.sum(A[k2], axis=k2)
+    assert loom.structural_equal(a, b) and loom.structural_hash(a) == loom.structural_hash(b)
+    assert not loom.structural_equal(a, loom.sum(A[k3], axis=k3))
+    assert not loom.structural_equal(a, loom.sum(A[9 - k2], axis=k2))

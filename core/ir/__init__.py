@@ -19,6 +19,7 @@ from .stmt import (
 from .producer import ProducerLoad, ProducerRealize, ProducerStore
 from .reduce import CommReducer, Reduce
 from .env_func import EnvFunc
+from .reflection import make_node
 from . import intrin as _intrin  # noqa: F401  (registers the intrinsic ops)
 
 __all__ = [
@@ -30,5 +31,5 @@ __all__ = [
     "Stmt", "LetStmt", "AttrStmt", "AssertStmt", "BufferStore", "Allocate", "For", "ForKind", "While",
     "IfThenElse", "Evaluate", "SeqStmt", "seq", "no_op",
     "Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT", "PrimFunc", "GlobalVar", "IRModule",
-    "Array", "Map", "convert", "CommReducer", "Reduce", "EnvFunc", "ProducerLoad", "ProducerStore", "ProducerRealize", "Visitor", "Mutator", "post_order_visit", "collect", "substitute",
+    "Array", "Map", "convert", "make_node", "CommReducer", "Reduce", "EnvFunc", "ProducerLoad", "ProducerStore", "ProducerRealize", "Visitor", "Mutator", "post_order_visit", "collect", "substitute",
 ]

@@ -90,8 +90,40 @@ class Buffer(Node):
             acc = acc * extent
         return tuple(reversed(out))
 
+    def _indices(self, begin: Any, what: str) -> list[E.PrimExpr]:
+        """``begin`` as a list of index expressions, one per dimension.
+
+        A single index (not a list) is accepted for a 1-D buffer, as TVM's classic API did.
+        """
+        if isinstance(begin, (str, bytes)) or not isinstance(begin, Sequence):
+            if self.ndim > 1:
+                raise IRError(f"{what}: buffer {self.name} has {self.ndim} dimensions, indexed with 1 ({begin!s}); "
+                              f"pass a list of {self.ndim} indices")
+            begin = [begin]
+        elif self.ndim and len(begin) != self.ndim:
+            raise IRError(f"{what}: buffer {self.name} has {self.ndim} dimensions, indexed with {len(begin)} "
+                          f"({', '.join(str(b) for b in begin) or 'no index'})")
+        out = []
+        for k, b in enumerate(begin):
+            try:
+                out.append(convert_expr(b))
+            except LoomTypeError as err:
+                raise LoomTypeError(f"{what}: index {k} of buffer {self.name}: {err}") from None
+        return out
+
     def offset_of(self, indices: Sequence[Any]) -> E.PrimExpr:
-        """The flat element offset of ``indices`` (elem_offset included)."""
+        """The flat element offset of ``indices`` (elem_offset included).
+
+        >>> import loom
+        >>> B = loom.decl_buffer((4, 8), name="B")
+        >>> B.offset_of([1, 2])
+        10
+        >>> B.offset_of(1)
+        Traceback (most recent call last):
+          ...
+        loom.errors.IRError: offset_of: buffer B has 2 dimensions, indexed with 1 (1); pass a list of 2 indices
+        """
+        indices = self._indices(indices, "offset_of")
         if len(indices) != len(self.shape):
             raise IRError(f"buffer {self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
         out: E.PrimExpr = self.elem_offset
@@ -105,23 +137,41 @@ class Buffer(Node):
             indices = (indices,)
         return E.BufferLoad(self, [convert_expr(i) for i in indices])
 
-    def vload(self, begin: Sequence[Any], dtype: Any = None) -> E.BufferLoad:
-        """Load ``lanes`` consecutive elements along the last axis starting at ``begin``."""
-        t = DataType.of(dtype) if dtype is not None else self.dtype
-        idx = [convert_expr(b) for b in begin]
-        if t.lanes > 1:
-            idx[-1] = E.Ramp(idx[-1], const(1, idx[-1].dtype), t.lanes)
-        return E.BufferLoad(self, idx)
+    def _ramp(self, idx: list[E.PrimExpr], t: DataType, what: str) -> list[E.PrimExpr]:
+        """``idx`` with its last index widened to the lanes ``t`` holds beyond the element's own."""
+        if t.element_of() != self.dtype.element_of() or t.lanes % self.dtype.lanes:
+            action = f"load {t} from" if what == "vload" else f"store a {t} value into"
+            raise LoomTypeError(f"{what}: cannot {action} buffer {self.name} of {self.dtype} (the element types "
+                                "differ, or the lanes are not a multiple of the buffer's)")
+        lanes = t.lanes // self.dtype.lanes
+        if lanes > 1:
+            if not idx:
+                raise IRError(f"{what}: a {t} access of the 0-d buffer {self.name} needs an index")
+            idx[-1] = E.Ramp(idx[-1], const(1, idx[-1].dtype), lanes)
+        return idx
 
-    def vstore(self, begin: Sequence[Any], value_: Any) -> Any:
-        """Store a (vector) value at ``begin`` along the last axis."""
+    def vload(self, begin: Sequence[Any] | Any, dtype: Any = None) -> E.BufferLoad:
+        """Load ``lanes`` consecutive elements along the last axis starting at ``begin``.
+
+        ``begin`` has one index per dimension; a 1-D buffer also takes a single index.
+
+        >>> import loom
+        >>> A = loom.decl_buffer((8,), "float32", name="A")
+        >>> A.vload(loom.var("i") * 2, "float32x2")
+        A[ramp(i * 2, 1, 2)]
+        """
+        t = DataType.of(dtype) if dtype is not None else self.dtype
+        return E.BufferLoad(self, self._ramp(self._indices(begin, "vload"), t, "vload"))
+
+    def vstore(self, begin: Sequence[Any] | Any, value_: Any) -> Any:
+        """Store a (vector) value at ``begin`` along the last axis (a 1-D buffer takes a single index).
+
+        A Python number is stored as a constant of the buffer's dtype.
+        """
         from .stmt import BufferStore
 
-        v = convert_expr(value_)
-        idx = [convert_expr(b) for b in begin]
-        if v.dtype.lanes > 1:
-            idx[-1] = E.Ramp(idx[-1], const(1, idx[-1].dtype), v.dtype.lanes)
-        return BufferStore(self, v, idx)
+        v = convert_expr(value_, None if isinstance(value_, E.PrimExpr) else self.dtype)
+        return BufferStore(self, v, self._ramp(self._indices(begin, "vstore"), v.dtype, "vstore"))
 
     def access_ptr(self, access_mask: str | int, ptr_type: Any = "handle", content_lanes: int = 1,
                    offset: Any = 0) -> E.Call:

@@ -9,13 +9,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, overload
 
 import numpy as np
 
 from ..errors import LoomTypeError
 from . import expr as E
 from .node import DictOf, Node, TupleOf, children, mapping, register_object
+
+if TYPE_CHECKING:
+    from ..runtime.packed_func import PackedFunc
 
 __all__ = ["Array", "Map", "convert"]
 
@@ -68,16 +71,26 @@ class Map(Node, Mapping):
         return iter(self.data)
 
 
-def convert(value: Any) -> Node:
+@overload
+def convert(value: Node) -> Node: ...
+@overload
+def convert(value: Callable[..., Any]) -> PackedFunc: ...
+@overload
+def convert(value: Any) -> Node: ...
+def convert(value: Any) -> Any:
     """Convert a Python value to a node.
 
     int -> IntImm int32 (int64 when it does not fit), float -> FloatImm float32,
     bool -> IntImm bool, str -> StringImm, list/tuple -> Array, dict -> Map;
-    a node stays itself.  Anything else is a ``TypeError``.
+    a node stays itself.  A Python callable becomes a :class:`loom.runtime.PackedFunc`
+    (as TVM's ``convert`` made a ``Function``), the one value that is not a node.
+    Anything else is a ``TypeError``.
 
     >>> import loom
     >>> str(loom.convert(1 << 40).dtype), str(loom.convert(True).dtype)
     ('int64', 'bool')
+    >>> loom.convert(abs)
+    <loom.runtime.PackedFunc abs>
     """
     if isinstance(value, Node):
         return value
@@ -100,4 +113,8 @@ def convert(value: Any) -> Node:
         return Array([convert(v) for v in value])
     if isinstance(value, dict):
         return Map({(k if isinstance(k, (str, Node)) else convert(k)): convert(v) for k, v in value.items()})
+    if callable(value):
+        from ..runtime.packed_func import PackedFunc  # the runtime imports the IR: import on use
+
+        return value if isinstance(value, PackedFunc) else PackedFunc(value)
     raise LoomTypeError(f"cannot convert a {type(value).__name__} to a Loom node")

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import IRError, LoomTypeError
+from ..errors import IRError, LoomTypeError, LoomValueError
 from .dtype import DataType
 from . import expr as E
 from . import bitwise as _bitwise
@@ -359,18 +359,33 @@ def select(cond: Any, true_value: Any, false_value: Any) -> E.PrimExpr:
 
 
 def all(*conds: Any) -> E.PrimExpr:  # noqa: A001 - mirrors TVM's tvm.all
-    """Logical and of all arguments (``True`` when there are none)."""
-    out: E.PrimExpr = E.IntImm("bool", 1)
-    for c in conds:
-        out = logical_and(out, c)
-    return out
+    """Logical and of the arguments, folded left; at least one is needed, as in TVM.
+
+    >>> x = var("x"); str(all(x > 0, x < 9))
+    'x > 0 and x < 9'
+    >>> all()
+    Traceback (most recent call last):
+      ...
+    loom.errors.LoomValueError: loom.all() needs at least one condition
+    """
+    return _fold_conds("all", logical_and, conds)
 
 
 def any(*conds: Any) -> E.PrimExpr:  # noqa: A001 - mirrors TVM's tvm.any
-    """Logical or of all arguments (``False`` when there are none)."""
-    out: E.PrimExpr = E.IntImm("bool", 0)
-    for c in conds:
-        out = logical_or(out, c)
+    """Logical or of the arguments, folded left; at least one is needed, as in TVM.
+
+    >>> x = var("x"); str(any(x < 0, x > 9))
+    'x < 0 or x > 9'
+    """
+    return _fold_conds("any", logical_or, conds)
+
+
+def _fold_conds(name: str, combine: Callable[[Any, Any], E.PrimExpr], conds: tuple[Any, ...]) -> E.PrimExpr:
+    if not conds:
+        raise LoomValueError(f"loom.{name}() needs at least one condition")
+    out = _as_bool(conds[0])
+    for c in conds[1:]:
+        out = combine(out, c)
     return out
 
 

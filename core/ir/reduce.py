@@ -63,7 +63,7 @@ class Reduce(E.PrimExpr):
 
     combiner: CommReducer = child(CommReducer)
     source: TupleOf[E.PrimExpr] = children(E.PrimExpr)
-    axis: TupleOf[E.IterVar] = children(E.IterVar)
+    axis: TupleOf[E.IterVar] = children(E.IterVar, binds=True)  # defines its axes, as a For its loop variable
     condition: E.PrimExpr = child(E.PrimExpr)
     value_index: int = val(int, default=0)
     init: TupleOf[E.PrimExpr] = children(E.PrimExpr, default=())

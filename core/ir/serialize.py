@@ -24,7 +24,7 @@ import json
 import math
 from typing import Any
 
-from ..errors import SerializationError
+from ..errors import LoomTypeError, SerializationError
 from .dtype import DataType
 from .node import Node, fields_of, type_key_to_class
 from .recursion import caused_by_recursion, deep_recursion
@@ -123,6 +123,8 @@ def save_json(node: Any) -> str:
     from .container import convert
 
     root = node if isinstance(node, Node) else convert(node)
+    if not isinstance(root, Node):  # a callable converts to a PackedFunc, which has no JSON form
+        raise LoomTypeError(f"save_json: a {type(node).__name__} is not a node and has no JSON form")
     w = _Writer()
     idx = w.node(root)
     return json.dumps({"loom_json": FORMAT_VERSION, "root": idx, "nodes": w.nodes}, separators=(",", ":"))

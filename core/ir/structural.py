@@ -30,7 +30,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import LoomValueError
+import numpy as np
+
+from ..errors import LoomError, LoomValueError
 from .node import Node, fields_of
 from .recursion import deep_recursion
 
@@ -147,11 +149,39 @@ class _Equal:
         return True
 
 
+def _scalar_sides(lhs: Any, rhs: Any) -> tuple[Any, Any]:
+    """A Python number facing an expression becomes a constant of its dtype, as ``expr + 1`` would
+    make it (TVM's ``ir_pass.Equal`` converted it too); every other pair stays as it is."""
+    from . import expr as E
+    from .expr_ops import _python_const
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating))
+
+    try:
+        if isinstance(lhs, E.PrimExpr) and number(rhs):
+            return lhs, _python_const(rhs, lhs.dtype)
+        if isinstance(rhs, E.PrimExpr) and number(lhs):
+            return _python_const(lhs, rhs.dtype), rhs
+    except LoomError:  # no constant holds it (2**80): it equals no expression
+        pass
+    return lhs, rhs
+
+
 def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """Whether two IR trees are equal up to renaming of bound variables.
 
+    A Python number on one side of an expression is a constant of the expression's
+    dtype (``structural_equal(n * 2 + 1 - n * 2, 1)`` after simplifying).
+
     :param map_free_vars: also pair free variables by position instead of identity.
+
+    >>> import loom
+    >>> n = loom.var("n", "int64")
+    >>> structural_equal(loom.const(100, "int64"), 100), structural_equal(n, 100), structural_equal(1, 1.0)
+    (True, False, False)
     """
+    lhs, rhs = _scalar_sides(lhs, rhs)
     with deep_recursion("structural_equal"):
         return _Equal(map_free_vars).equal(lhs, rhs)
 
@@ -159,6 +189,7 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
 def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
     """Raise :class:`StructuralMismatch` showing the first difference and both trees."""
     eq = _Equal(map_free_vars)
+    lhs, rhs = _scalar_sides(lhs, rhs)
     with deep_recursion("assert_structural_equal"):
         ok = eq.equal(lhs, rhs)
     if not ok:

@@ -31,13 +31,14 @@ from ..ir.function import IRModule, PrimFunc
 from ..target.devices import Device, cpu
 from .arguments import ArgumentChecker, BoundCall
 from .fast_path import FastPath
+from .packed_func import PackedFunc
 from .safe_files import NotARegularFile, read_regular_file
 
 if TYPE_CHECKING:
     from ..backend.base import ModuleInfo
 
-__all__ = ["Module", "PackedFunc", "ProfileResult", "load_module", "read_export", "EXPORT_VERSION",
-           "lowered_functions"]
+__all__ = ["Module", "ModuleFunction", "PackedFunc", "ProfileResult", "load_module", "read_export",
+           "EXPORT_VERSION", "lowered_functions"]
 
 #: Version of the export header written by :meth:`Module.export_library`.
 EXPORT_VERSION = 2  # 2: libraries end with an integrity record, module files carry a sha256
@@ -45,14 +46,14 @@ EXPORT_VERSION = 2  # 2: libraries end with an integrity record, module files ca
 Runner = Callable[[BoundCall], Any]
 
 
-class PackedFunc:
-    """One callable function of a Module: checks its arguments, then runs.
+class ModuleFunction(PackedFunc):
+    """One callable function of a Module (a :class:`PackedFunc`): checks its arguments, then runs.
 
     ``f(*args)`` takes arrays for buffer parameters and scalars for scalar
     parameters; results are written into the arrays, and the call returns None.
     """
 
-    __slots__ = ("name", "module", "_bind", "_run", "_fast")
+    __slots__ = ("module", "_bind", "_run", "_fast")
 
     def __init__(self, name: str, module: Module, checker: ArgumentChecker, run: Runner) -> None:
         self.name = name
@@ -63,6 +64,11 @@ class PackedFunc:
         invoke, pack = getattr(run, "invoke", None), getattr(run, "pack", None)
         self._fast = FastPath(checker, invoke, pack) if invoke is not None and pack is not None and \
             FastPath.applies_to(checker) else None
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        """Itself: a kernel's ``call_packed`` of a registered module function runs it as it is."""
+        return self
 
     def __call__(self, *args: Any) -> Any:
         fast = self._fast
@@ -189,7 +195,7 @@ class Module:
         self._entry = entry_name or (_default_entry(self._signatures) if self._signatures else "")
         self.imported_modules: list[Module] = list(imported_modules)
         self.device = device or cpu(0)
-        self._packed: dict[str, PackedFunc] = {}
+        self._packed: dict[str, ModuleFunction] = {}
 
     def _adopt_build(self, info: ModuleInfo, artifact: bytes) -> None:
         """Record the stage outputs this module was loaded from (called by :mod:`loom.backend.stages`)."""
@@ -264,7 +270,7 @@ class Module:
         """The names of this module's functions and of every module it imports."""
         return [*self._signatures, *(n for sub in self.imported_modules for n in sub.function_names_deep())]
 
-    def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
+    def get_function(self, name: str, query_imports: bool = False) -> ModuleFunction:
         """The function ``name``, also searched in imported modules when ``query_imports``."""
         found = self._packed.get(name)
         if found is not None:
@@ -277,12 +283,12 @@ class Module:
                         return sub.get_function(name, True)
             names = self.function_names_deep() if query_imports else list(self._signatures)
             raise LoomValueError(f"{self.type_key} module has no function {name!r}; it has {sorted(names)}")
-        found = PackedFunc(name, self, ArgumentChecker(func, name, assumed_alignment=self.assumed_alignment),
-                           self._make_runner(name, func))
+        found = ModuleFunction(name, self, ArgumentChecker(func, name, assumed_alignment=self.assumed_alignment),
+                               self._make_runner(name, func))
         self._packed[name] = found
         return found
 
-    def __getitem__(self, name: str) -> PackedFunc:
+    def __getitem__(self, name: str) -> ModuleFunction:
         """``module[name]``: the function ``name`` of this module or of a module it imports."""
         return self.get_function(name, query_imports=True)
 

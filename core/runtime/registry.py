@@ -1,7 +1,9 @@
 """The process's global functions: Python callables registered by name.
 
 ``register_func(name, f)`` makes ``f`` the global function ``name``;
-``get_global_func(name)`` returns it.  Kernels call global functions with
+``get_global_func(name)`` returns it as a :class:`~loom.runtime.PackedFunc`
+(one object per registration; calling it converts arguments and result as
+:mod:`loom.runtime.packed_func` says).  Kernels call global functions with
 :func:`loom.ir.intrin.call_packed`, and IR refers to one with
 :class:`loom.ir.env_func.EnvFunc`; both look the name up when the call
 happens, so a function registered (or replaced) after a build is the one that
@@ -11,8 +13,9 @@ under the name.
 >>> @register_func("doc.registry.twice")
 ... def twice(x):
 ...     return 2 * x
->>> get_global_func("doc.registry.twice")(21)
-42
+>>> f = get_global_func("doc.registry.twice")
+>>> f(21), f
+(42, <loom.runtime.PackedFunc doc.registry.twice>)
 >>> "doc.registry.twice" in list_global_func_names()
 True
 >>> get_global_func("doc.registry.missing", allow_missing=True) is None
@@ -26,11 +29,12 @@ import threading
 from typing import Any, Callable, overload
 
 from ..errors import LoomTypeError, LoomValueError
+from .packed_func import PackedFunc
 
 __all__ = ["GlobalFuncError", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
            "lookup", "missing_message"]
 
-_FUNCS: dict[str, Callable[..., Any]] = {}
+_FUNCS: dict[str, PackedFunc] = {}
 _LOCK = threading.Lock()
 
 
@@ -57,7 +61,9 @@ def register_func(func_name: Any, f: Any = None, override: bool = False) -> Any:
     """Register ``f`` as the global function ``func_name``; usable as a decorator.
 
     ``@register_func`` alone registers the function under its ``__name__``;
-    ``@register_func("my.name")`` under ``"my.name"``.  Returns ``f``.
+    ``@register_func("my.name")`` under ``"my.name"``.  Returns ``f`` itself;
+    :func:`get_global_func` gives it wrapped in a :class:`PackedFunc` (a
+    PackedFunc, such as ``module["name"]``, is registered as it is).
 
     :raises GlobalFuncError: when ``func_name`` is taken and ``override`` is false.
     :raises LoomTypeError: when ``f`` is not callable or the name is not a str.
@@ -71,7 +77,8 @@ def register_func(func_name: Any, f: Any = None, override: bool = False) -> Any:
     >>> remove_global_func("doc.register.add")
     """
     if callable(func_name) and f is None:  # @register_func without arguments
-        return register_func(getattr(func_name, "__name__", ""), func_name, override)
+        name = func_name.name if isinstance(func_name, PackedFunc) else getattr(func_name, "__name__", "")
+        return register_func(name, func_name, override)
     name = _check_name(func_name, "register_func")
 
     def add(func: Any) -> Any:
@@ -81,14 +88,14 @@ def register_func(func_name: Any, f: Any = None, override: bool = False) -> Any:
             if name in _FUNCS and not override:
                 raise GlobalFuncError(f"global function {name!r} is already registered; pass override=True "
                                       "to replace it")
-            _FUNCS[name] = func
+            _FUNCS[name] = func if isinstance(func, PackedFunc) else PackedFunc(func, name)
         return func
 
     return add if f is None else add(f)
 
 
-def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any] | None:
-    """The global function ``name``; None when it is missing and ``allow_missing``.
+def get_global_func(name: str, allow_missing: bool = False) -> PackedFunc | None:
+    """The global function ``name`` as a :class:`PackedFunc`; None when it is missing and ``allow_missing``.
 
     :raises GlobalFuncError: naming the function (and a few registered names) when it is missing.
 
@@ -137,9 +144,12 @@ def remove_global_func(name: str) -> None:
 
 
 def lookup(name: str) -> Callable[..., Any]:
-    """The function a packed call of ``name`` runs now (a :class:`GlobalFuncError` when missing)."""
+    """The callable a kernel's packed call of ``name`` runs now, unconverted (:attr:`PackedFunc.func`).
+
+    :raises GlobalFuncError: when ``name`` is not registered.
+    """
     found = _FUNCS.get(name)
     if found is None:
         raise GlobalFuncError(missing_message(name))
-    return found
+    return found.func
 

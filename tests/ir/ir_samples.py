@@ -73,6 +73,14 @@ def _extern() -> Any:
     return ExternOp("ext", [P], [inp], [out], body).output(0)
 
 
+def _tensor_compute() -> Any:
+    x = loom.placeholder((4,), name="vx")
+    z = loom.compute((4,), lambda i: x[i] * 2.0, name="vz")
+    double = loom.decl_tensor_intrin(z.op, lambda ins, outs: loom.call_packed("vdouble", ins[0].data, outs[0].data))
+    A = loom.placeholder((3, 4), name="A")
+    return loom.compute((3, 4), lambda i: double(A[i, 0:4]), name="C")
+
+
 def _scan() -> Any:
     from loom.te.scan import scan
 
@@ -138,6 +146,8 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "te.ExternOp": lambda: _extern().op,
     "te.HybridOp": _hybrid,
     "te.ScanOp": _scan,
+    "te.TensorIntrin": lambda: _tensor_compute().op.intrin,
+    "te.TensorComputeOp": lambda: _tensor_compute().op,
     "ir.EnvFunc": lambda: loom.ir.EnvFunc("sample.global.function"),  # by name: need not be registered
     "te.Tensor": _compute,
     # Targets use the built-in `interp` kind so the samples need no backend installed.

@@ -37,7 +37,8 @@ def test_register_and_get(names):
         return a + b
 
     assert add(1, 2) == 3  # the decorator returns the function itself
-    assert get_global_func("test.reg.add") is add and get_global_func("test.reg.add")(2, 5) == 7
+    got = get_global_func("test.reg.add")  # a PackedFunc around the registered function
+    assert isinstance(got, loom.runtime.PackedFunc) and got.func is add and got(2, 5) == 7
 
     @register_func
     def my_named():

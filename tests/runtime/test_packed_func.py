@@ -13,25 +13,8 @@ from loom.ir import Evaluate, For, PrimFunc
 from loom.ir.intrin import call_packed
 from loom.runtime import nd
 from loom.runtime.packed import PackedFuncError
-from loom.runtime.registry import list_global_func_names, register_func, remove_global_func
 
 TARGETS = ["interp", "llvm", "c"]
-
-
-@pytest.fixture
-def reg():
-    """``reg(name, fn)`` registers a global function for one test (replacing any), removed after it."""
-    made = []
-
-    def add(name, fn):
-        register_func(name, fn, override=True)
-        made.append(name)
-        return fn
-
-    yield add
-    for name in made:
-        if name in list_global_func_names():
-            remove_global_func(name)
 
 
 def addone_program(n=16, name="test.packed.addone"):
