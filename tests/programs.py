@@ -45,3 +45,12 @@ def division(op: str, dtype: str, divisor: object, form: str = "scalar"):
     elif form == "parallel":
         s[C].parallel(C.op.axis[0])
     return loom.lower(s, [A, B, C] if divisor == "array" else [A, C], name="f")
+
+
+def argmax_reducer():
+    """TVM's argmax as a tuple reducer over (index, value): the index of the largest value."""
+    def fcombine(x, y):
+        take = x[1] >= y[1]
+        return loom.select(take, x[0], y[0]), loom.select(take, x[1], y[1])
+
+    return loom.comm_reducer(fcombine, lambda t0, t1: (loom.const(-1, t0), loom.min_value(t1)), name="argmax")

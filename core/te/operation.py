@@ -32,7 +32,7 @@ from ..ir.recursion import deep_recursion
 from .tag import current_tag
 from ..ir.reduce import Reduce
 from ..ir.stmt import Evaluate, Stmt
-from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor
+from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor, unique_tensors
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -421,10 +421,7 @@ class HybridOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        seen: dict[int, Tensor] = {}
-        for t in self.inputs:
-            seen.setdefault(id(t), t)
-        return list(seen.values())
+        return unique_tensors(self.inputs)
 
 
 def _hybrid_text(p: Any, op: HybridOp) -> str:

@@ -34,7 +34,7 @@ from ..ir.dtype import DataType
 from ..ir.node import DictOf, TupleOf, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
-from .tensor import Operation, PlaceholderOp, Tensor
+from .tensor import Operation, PlaceholderOp, Tensor, unique_tensors
 
 __all__ = ["ScanOp", "scan", "update_body", "dataflow_between"]
 
@@ -77,10 +77,7 @@ class ScanOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        seen: dict[int, Tensor] = {}
-        for t in self.init + self.update:
-            seen.setdefault(id(t), t)
-        return list(seen.values())
+        return unique_tensors(self.init + self.update)
 
 
 N = TypeVar("N")

@@ -10,7 +10,7 @@ as dictionary keys (schedules map tensors to stages, binds map them to buffers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterable, TypeVar, cast
 
 import attrs
 
@@ -142,11 +142,8 @@ class ComputeOp(Operation):
         from ..ir.functor import collect
         from ..ir.producer import ProducerLoad
 
-        seen: dict[int, Tensor] = {}
-        for b in self.body:
-            for load in collect(b, lambda n: isinstance(n, ProducerLoad)):
-                seen.setdefault(id(load.producer), load.producer)
-        return list(seen.values())
+        return unique_tensors(load.producer for b in self.body
+                              for load in collect(b, lambda n: isinstance(n, ProducerLoad)))
 
 
 @register_object("te.ExternOp")
@@ -179,10 +176,12 @@ class ExternOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        seen: dict[int, Tensor] = {}
-        for t in self.inputs:
-            seen.setdefault(id(t), t)
-        return list(seen.values())
+        return unique_tensors(self.inputs)
+
+
+def unique_tensors(tensors: Iterable[Tensor]) -> list[Tensor]:
+    """``tensors`` without repeats (the same object), in first-seen order: an operation's ``input_tensors``."""
+    return list({id(t): t for t in tensors}.values())
 
 
 if TYPE_CHECKING:  # a plain ``Tensor`` is ``Tensor[Operation]`` (TypeVar defaults are 3.13+)

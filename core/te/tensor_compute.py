@@ -45,7 +45,7 @@ from ..ir.node import value as val
 from ..ir.printer import register_node_printer
 from ..ir.producer import ProducerLoad
 from .int_set import IntervalSet, eval_set
-from .tensor import Operation, Tensor, TensorSlice
+from .tensor import Operation, Tensor, TensorSlice, unique_tensors
 from .tensor_intrin import TensorIntrin
 
 __all__ = ["TensorComputeOp", "TensorRegion", "TensorIntrinCall", "call_intrin", "bind_extents"]
@@ -298,10 +298,7 @@ class TensorComputeOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        seen: dict[int, Tensor] = {}
-        for t in self.inputs:
-            seen.setdefault(id(t), t)
-        return list(seen.values())
+        return unique_tensors(self.inputs)
 
     @property
     def input_regions(self) -> list[list[E.Range]]:

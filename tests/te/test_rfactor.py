@@ -5,6 +5,7 @@ import pytest
 
 import loom
 from loom.errors import LoomTypeError, LoomValueError
+from programs import argmax_reducer
 
 TARGETS = ["interp", "llvm", "c"]
 
@@ -146,14 +147,6 @@ def test_rfactor_of_the_only_axis_leaves_no_reduction_in_the_factored_stage(targ
     a = np.random.default_rng(3).random((3, n)).astype("float32")
     _, b = _run(s, [A, B], target, a, np.zeros(3, "float32"))
     np.testing.assert_allclose(b, a[:, :15].sum(1), rtol=1e-5)
-
-
-def argmax_reducer():
-    def fcombine(x, y):
-        take = x[1] >= y[1]
-        return loom.select(take, x[0], y[0]), loom.select(take, x[1], y[1])
-
-    return loom.comm_reducer(fcombine, lambda t0, t1: (loom.const(-1, t0), loom.min_value(t1)), name="argmax")
 
 
 @pytest.mark.parametrize("target", TARGETS)

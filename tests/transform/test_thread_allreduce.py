@@ -17,6 +17,7 @@ from loom.ir.functor import post_order_visit
 from loom.ir.reduce import CommReducer
 from loom.testing import evaluate
 from loom.transform.lower_thread_allreduce import LowerThreadAllreduce, thread_allreduce
+from programs import argmax_reducer
 
 TARGETS = ["interp", "llvm", "c"]
 
@@ -163,14 +164,6 @@ def test_the_interpreter_runs_a_tree_with_barriers_and_cpus_run_no_barrier():
     gpu = LowerThreadAllreduce("gpu")(loom.lower(s, [A, B])["default_function"])
     serial = LowerThreadAllreduce("serial")(loom.lower(s, [A, B])["default_function"])
     assert _count(gpu.body, _is_barrier) == 5 and _count(serial.body, _is_barrier) == 0
-
-
-def argmax_reducer():
-    def fcombine(x, y):
-        take = x[1] >= y[1]
-        return loom.select(take, x[0], y[0]), loom.select(take, x[1], y[1])
-
-    return loom.comm_reducer(fcombine, lambda t0, t1: (loom.const(-1, t0), loom.min_value(t1)), name="argmax")
 
 
 @pytest.mark.parametrize("target", TARGETS)
