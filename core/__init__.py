@@ -16,7 +16,7 @@ from .errors import (
 )
 from .ir import DataType, Op, decl_buffer, convert, register_object
 from .ir.expr_ops import (
-    all, any, cast, const, floordiv, floormod, max_value, min_value, select, size_var, truncdiv,
+    all, any, cast, const, div, floordiv, floormod, max_value, min_value, select, size_var, truncdiv,
     truncmod, var,
 )
 from .ir.intrin import (
@@ -43,7 +43,7 @@ __all__ = [
     "LoomError", "LoomTypeError", "LoomValueError", "IRError", "VerifyError", "SerializationError",
     "TargetError", "PluginError",
     "DataType", "Op", "decl_buffer", "convert", "register_object",
-    "var", "size_var", "const", "cast", "select", "floordiv", "floormod", "truncdiv", "truncmod",
+    "var", "size_var", "const", "cast", "select", "div", "floordiv", "floormod", "truncdiv", "truncmod",
     "min_value", "max_value", "all", "any",
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "power",
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",

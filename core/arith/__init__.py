@@ -30,10 +30,15 @@ from typing import Any
 from ..ir.expr import PrimExpr
 from .analyzer import Analyzer
 from .bound import ConstIntBound
+from .deduce_bound import deduce_bound
+from .detect_linear import detect_clip_bound, detect_linear_equation
+from .int_set import IntervalSet, intset_interval, intset_vector
 from .modular import ModularSet
 from .stmt_simplify import StmtSimplifier, simplify
 
 __all__ = ["Analyzer", "ConstIntBound", "ModularSet", "StmtSimplifier", "simplify", "canonical_simplify"]
+__all__ += ["IntervalSet", "intset_interval", "intset_vector"]
+__all__ += ["deduce_bound", "detect_linear_equation", "detect_clip_bound"]
 
 
 def canonical_simplify(expr: Any, analyzer: Analyzer | None = None) -> PrimExpr:

@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
@@ -30,6 +30,7 @@ from ._exprkey import expr_equal, uses_var
 from ._intmath import Interval, fits, int_range, is_int_type, iv_add
 from .bound import ConstIntBound, ConstIntBoundAnalyzer
 from .canonical import CanonicalSimplifier
+from .int_set import IntervalSet, int_set
 from .modular import ModularSet, ModularSetAnalyzer
 from .rewrite import RewriteSimplifier
 
@@ -186,6 +187,20 @@ class Analyzer:
         if isinstance(r, E.Broadcast):
             r = r.value
         return isinstance(r, E.IntImm) and r.value == 1
+
+    def int_set(self, expr: Any, dom_map: Optional[Mapping[E.Var, Any]] = None) -> IntervalSet:
+        """The interval of ``expr``'s values when each Var of ``dom_map`` ranges over its
+        :class:`IntervalSet` (or ``Range``), under what the analyzer knows of the others.
+
+        >>> import loom
+        >>> from loom.arith import ConstIntBound, IntervalSet
+        >>> x, y = loom.var("x"), loom.var("y")
+        >>> an = Analyzer()
+        >>> an.update(y, ConstIntBound(1, 100))
+        >>> an.int_set(x * y, {x: IntervalSet(0, 10)})
+        IntervalSet[0, y * 10]
+        """
+        return int_set(expr, dom_map, self)
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         """True when ``a`` and ``b`` always have the same value."""

@@ -12,7 +12,9 @@ Division is not a ring operation.  ``floordiv(c*Q + R, c) = Q + floordiv(R, c)``
 holds for the *mathematical* values, so the split is made only when bounds
 prove that neither ``c*Q + R`` nor ``R`` can overflow.  ``floormod`` splits
 the same way, and unconditionally when ``c`` divides ``2**bits`` (residues
-modulo such ``c`` survive wrap-around).
+modulo such ``c`` survive wrap-around); inside it, a remainder ``u % c1`` with
+``c | c1`` counts as ``u``.  Truncated division of a sum that may be negative
+is split only when ``c`` divides every term (the division is exact).
 
 >>> import loom
 >>> from loom.arith import canonical_simplify
@@ -26,15 +28,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
+from ..ir.functor import substitute
 from ..ir.reduce import Reduce
 from ._exprkey import map_operands, order_key, struct_key
-from ._intmath import Interval, divides_wrap, fits, is_int_type, signed_wrap, wrap
+from ._intmath import Interval, divides_wrap, fits, is_int_type, signed_wrap, trunc_div, wrap
 from .reduce_simplify import simplify_reduce
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
 
-__all__ = ["CanonicalSimplifier", "SumForm"]
+__all__ = ["CanonicalSimplifier", "SumForm", "inlinable_let_value", "taken_branch"]
 
 
 class SumForm:
@@ -92,6 +95,32 @@ class SumForm:
 
 _DIVMOD_PAIRS = ((E.FloorMod, E.FloorDiv), (E.Mod, E.Div))
 _DECIDED = (E.CmpOp, E.And, E.Or, E.Not, E.Select)
+
+
+def inlinable_let_value(value: E.PrimExpr) -> bool:
+    """True when a let bound to ``value`` (a constant, or a variable that is not a
+    handle) is better substituted into its body and dropped, as TVM's Simplify does."""
+    if isinstance(value, (E.IntImm, E.FloatImm)):
+        return True
+    return isinstance(value, E.Var) and not value.dtype.is_handle
+
+
+def taken_branch(e: E.PrimExpr) -> Optional[E.PrimExpr]:
+    """The branch of ``if_then_else(c, t, f)`` with a constant scalar ``c`` (only that
+    side is evaluated), else None."""
+    if (isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.if_then_else"
+            and isinstance(e.args[0], E.IntImm) and e.args[0].dtype.lanes == 1):
+        return e.args[1] if e.args[0].value else e.args[2]
+    return None
+
+
+def _quotient(div: type[E.BinaryOp], u: E.PrimExpr, c: E.PrimExpr) -> E.PrimExpr:
+    """``div(u, c)`` as the canonical form writes it: ``(v // c0) // c`` is ``v // (c0*c)``
+    for positive constants (floored and truncated division alike)."""
+    if (type(u) is div and isinstance(u.b, E.IntImm) and isinstance(c, E.IntImm)
+            and u.b.value > 0 and c.value > 0 and fits(u.b.value * c.value, u.b.value * c.value, c.dtype)):
+        return div(u.a, E.IntImm(c.dtype, u.b.value * c.value))
+    return div(u, c)
 
 
 def _const_divisor(e: E.PrimExpr) -> int:
@@ -152,13 +181,18 @@ class CanonicalSimplifier:
         return self.render(s), 1
 
     def _divmod(self, e: E.BinaryOp) -> SumForm:
-        a, b = self.to_sum(e.a), self.visit(e.b)
+        # Inside a select branch the divisor is simplified without the branch's condition.
+        a, b = self.to_sum(e.a), self.an._rewrite._visit_divisor(e.b, self.visit)
         c = b.value if isinstance(b, E.IntImm) else None
         is_div = isinstance(e, (E.FloorDiv, E.Div))
         if c in (1, -1):
             # x // 1 == x and x // -1 == -x (INT_MIN wraps to itself both ways); x % +-1 == 0
             return a.scaled(c) if is_div else SumForm(e.dtype)
         floor = isinstance(e, (E.FloorDiv, E.FloorMod))
+        if c is not None and c > 0 and is_div:
+            inner = self._rounded_quotient(a, c, E.FloorDiv if floor else E.Div)
+            if inner is not None:
+                return inner
         if c is not None and c > 0 and (floor or self._nonneg(a)):  # truncation == flooring for a >= 0
             out = self._split_div(a, c) if is_div else self._split_mod(a, c)
             if out is not None:
@@ -166,7 +200,45 @@ class CanonicalSimplifier:
             op: type[E.BinaryOp] = E.FloorDiv if is_div else E.FloorMod
         else:
             op = type(e)
+            if c is not None and c > 0:
+                out = self._trunc_divmod(a, c, is_div)
+                if out is not None:
+                    return out
         return SumForm.atom(op(self.render(a), b))
+
+    def _rounded_quotient(self, s: SumForm, c: int, div: type[E.BinaryOp]) -> Optional[SumForm]:
+        """``(u // c1 * c1) // c`` is ``u // c`` when ``c1`` divides ``c`` (both positive;
+        truncated division alike): rounding down to a multiple of ``c1`` first changes nothing."""
+        if s.const != 0 or len(s.terms) != 1:
+            return None
+        atom, k = next(iter(s.terms.values()))
+        if type(atom) is not div or not isinstance(atom.b, E.IntImm):
+            return None
+        c1 = atom.b.value
+        if c1 <= 0 or k != c1 or c % c1 != 0 or self._sum_interval(s) is None:
+            return None
+        return self._divmod(div(atom.a, E.IntImm(s.dtype, c)))
+
+    def _trunc_divmod(self, s: SumForm, c: int, is_div: bool) -> Optional[SumForm]:
+        """Truncated ``s / c`` or remainder (``c > 0``) of a sum that may be negative.
+
+        When ``c`` divides every coefficient and the constant the division is
+        exact: the quotient is ``s / c`` and the remainder 0.  When bounds put
+        every value of ``s`` in one truncation step, the quotient is that
+        constant (and the remainder ``s`` itself when the step is 0).
+        """
+        iv = self._sum_interval(s)
+        if s.const % c == 0 and all(k % c == 0 for _, k in s.terms.values()):
+            if not is_div:
+                # a multiple of c, also after wrapping when c divides 2**bits
+                return SumForm(s.dtype) if iv is not None or divides_wrap(c, s.dtype) else None
+            return s.split(c)[0] if iv is not None else None
+        if iv is None or trunc_div(iv[0], c) != trunc_div(iv[1], c):
+            return None
+        q = trunc_div(iv[0], c)
+        if is_div:
+            return SumForm(s.dtype, q)
+        return s if q == 0 else None
 
     def _split_div(self, s: SumForm, c: int) -> Optional[SumForm]:
         q, r = s.split(c)
@@ -179,6 +251,7 @@ class CanonicalSimplifier:
         return q.add(SumForm.atom(E.FloorDiv(self.render(r), E.IntImm(s.dtype, c))))
 
     def _split_mod(self, s: SumForm, c: int) -> Optional[SumForm]:
+        s = self._strip_inner_mods(s, c)
         q, r = s.split(c)
         r_iv = self._sum_interval(r)
         if not divides_wrap(c, s.dtype) and (self._sum_interval(s) is None or r_iv is None):
@@ -186,6 +259,25 @@ class CanonicalSimplifier:
         if r_iv is not None and r_iv[0] >= 0 and r_iv[1] < c:
             return r
         return SumForm.atom(E.FloorMod(self.render(r), E.IntImm(s.dtype, c)))
+
+    def _strip_inner_mods(self, s: SumForm, c: int) -> SumForm:
+        """``s`` with each term ``k*(u % c1)`` (floored or truncated, ``c`` dividing ``c1``)
+        written ``k*u``: the two differ by a multiple of ``c1``, so the residue modulo
+        ``c`` is the same, when ``c`` divides ``2**bits`` or nothing wraps.
+        ``((x - 466036) % 24528 - 24512) % 16`` is ``(x + 12) % 16``."""
+        exact = not divides_wrap(c, s.dtype)  # then every sum involved must fit
+        out, changed = SumForm(s.dtype, s.const), False
+        for key, (atom, k) in s.terms.items():
+            if type(atom) in (E.FloorMod, E.Mod) and isinstance(atom.b, E.IntImm) and atom.b.value % c == 0:
+                inner = self.to_sum(atom.a)
+                if not exact or self._sum_interval(inner) is not None:
+                    out.add(inner, k)
+                    changed = True
+                    continue
+            out.add_term(atom, k, key)
+        if not changed or (exact and (self._sum_interval(s) is None or self._sum_interval(out) is None)):
+            return s
+        return out
 
     def _sum_interval(self, s: SumForm) -> Optional[Interval]:
         """The exact interval of the sum of the atoms' actual values, or None
@@ -207,21 +299,25 @@ class CanonicalSimplifier:
         With a constant ``y == c`` the quotient is the atom ``x // c`` with
         coefficient ``k*c``; otherwise it is the product atom ``(x // y) * y``.
         """
-        for key, (atom, k) in list(s.terms.items()):
-            for mod_op, div_op in _DIVMOD_PAIRS:
-                if type(atom) is not mod_op or key not in s.terms:
-                    continue
-                quot = div_op(atom.a, atom.b)
-                if isinstance(atom.b, E.IntImm):
-                    wanted = [(struct_key(quot), signed_wrap(k * atom.b.value, s.dtype.bits))]
-                else:
-                    wanted = [(struct_key(E.Mul(p, q)), k) for p, q in ((quot, atom.b), (atom.b, quot))]
-                for dkey, coeff in wanted:
-                    other = s.terms.get(dkey)
-                    if other is not None and other[1] == coeff:
-                        del s.terms[key], s.terms[dkey]
-                        s.add(self.to_sum(atom.a), k)
-                        break
+        merged = True
+        while merged:  # a merge can make the next one possible: x//6*6 + x//3%2*3 + x%3
+            merged = False
+            for key, (atom, k) in list(s.terms.items()):
+                for mod_op, div_op in _DIVMOD_PAIRS:
+                    if type(atom) is not mod_op or key not in s.terms:
+                        continue
+                    quot = _quotient(div_op, atom.a, atom.b)
+                    if isinstance(atom.b, E.IntImm):
+                        wanted = [(struct_key(quot), signed_wrap(k * atom.b.value, s.dtype.bits))]
+                    else:
+                        wanted = [(struct_key(E.Mul(p, q)), k) for p, q in ((quot, atom.b), (atom.b, quot))]
+                    for dkey, coeff in wanted:
+                        other = s.terms.get(dkey)
+                        if other is not None and other[1] == coeff:
+                            del s.terms[key], s.terms[dkey]
+                            s.add(self.to_sum(atom.a), k)
+                            merged = True
+                            break
 
     def expand_divs(self, s: SumForm) -> SumForm:
         """``s`` with each ``k*(u // c)`` (``c > 0`` dividing ``k``) written ``(k/c)*(u - u % c)``.
@@ -286,6 +382,8 @@ class CanonicalSimplifier:
             return simplify_reduce(e, self.an, self.visit)
         if isinstance(e, E.Let):
             value = self.visit(e.value)
+            if inlinable_let_value(value):
+                return self.visit(substitute(e.body, {e.var: value}))
             with self.an._let_scope(e.var, value):
                 body = self.visit(e.body)
             return e.with_(value=value, body=body)
@@ -293,11 +391,18 @@ class CanonicalSimplifier:
             c = self.visit(e.condition)
             if isinstance(c, E.IntImm):  # only the taken branch matters (both are defined)
                 return self.visit(e.true_value if c.value else e.false_value)
-            t, f = self.visit(e.true_value), self.visit(e.false_value)
+            rw = self.an._rewrite  # each branch under its condition, as the rewrite simplifier does
+            with rw._local(c):
+                t = self.visit(e.true_value)
+            with rw._local(rw.negate(c)):
+                f = self.visit(e.false_value)
             same = c is e.condition and t is e.true_value and f is e.false_value
             out = e if same else e.with_(condition=c, true_value=t, false_value=f)
         else:
             out = map_operands(e, self.visit)
+            taken = taken_branch(out)
+            if taken is not None:
+                return taken
         if isinstance(out, _DECIDED):  # as in TVM, comparisons and logic also get the rewrite rules
             return self.an._rewrite._post(out)
         return out

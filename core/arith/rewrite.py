@@ -20,13 +20,16 @@ import numpy as np
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
+from ..ir.functor import substitute
 from ..ir.reduce import Reduce
 from ._exprkey import map_operands, uses_var
 from ._intmath import fold_int, is_int_type
-from .rules_arith import INT_RULES, VECTOR_RULES
+from .canonical import inlinable_let_value, taken_branch
+from .rules_arith import INT_RULES
 from .rules_cmp import CMP_RULES
 from .reduce_simplify import simplify_reduce
 from .rules_logic import LOGIC_RULES
+from .rules_vector import VECTOR_RULES
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
@@ -51,7 +54,7 @@ def fold_constants(e: E.PrimExpr) -> Optional[E.PrimExpr]:
         # ``likely`` is only a hint: once its condition is known the hint says nothing.
         if getattr(e.op, "name", None) == "tir.likely" and isinstance(e.args[0], E.IntImm):
             return e.args[0]
-        return None
+        return taken_branch(e)
     if isinstance(e, (E.And, E.Or)):
         if isinstance(e.a, E.IntImm) or isinstance(e.b, E.IntImm):
             return ops.logical_and(e.a, e.b) if isinstance(e, E.And) else ops.logical_or(e.a, e.b)
@@ -163,14 +166,16 @@ class RewriteSimplifier:
         finally:
             self._bases.pop()
 
-    def _visit_divisor(self, e: E.PrimExpr) -> E.PrimExpr:
+    def _visit_divisor(self, e: E.PrimExpr, visit: Optional[Callable[[E.PrimExpr], E.PrimExpr]] = None) -> E.PrimExpr:
+        """``visit(e)`` (default: this simplifier) without the local assumptions."""
+        visit = self.visit if visit is None else visit
         if not self._bases:
-            return self.visit(e)
+            return visit(e)
         here, bases = self.an._save(), self._bases
         self.an._restore(bases[0])
         self._bases = []
         try:
-            return self.visit(e)
+            return visit(e)
         finally:
             self._bases = bases
             self.an._restore(here)
@@ -210,6 +215,8 @@ class RewriteSimplifier:
 
     def _let(self, e: E.Let) -> E.PrimExpr:
         value = self.visit(e.value)
+        if inlinable_let_value(value):
+            return self.visit(substitute(e.body, {e.var: value}))
         with self.an._let_scope(e.var, value):
             body = self.visit(e.body)
         if not uses_var(body, e.var):

@@ -7,8 +7,8 @@ operands' *mathematical* values, which ``m.no_overflow(...)`` guarantees.
 Rules that drop a division are fine (the original was undefined where it
 divided by zero); no rule introduces a division by a new divisor.
 
-These tables apply to integer dtypes only; ``VECTOR_RULES`` apply to every
-dtype because lane-wise identities are exact.
+These tables apply to integer dtypes only (vector rules live in
+:mod:`loom.arith.rules_vector`).
 """
 
 from __future__ import annotations
@@ -16,18 +16,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
-from .pattern import FnRule, PVar, Rule, bcast, max_, min_, pconsts, pvars, ramp, select, tdiv, tmod
-from .rules_divmod import FLOORDIV, FLOORMOD, TRUNCDIV, TRUNCMOD
+from ._intmath import fits, iv_sub
+from .canonical import SumForm
+from .pattern import FnRule, PVar, Rule, max_, min_, pconsts, pvars, select, tdiv, tmod
+from .rules_divmod import DIVMOD_SUB, FLOORDIV, FLOORMOD, TRUNCDIV, TRUNCMOD
 from .rules_minmax import MAX, MIN
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
 
-__all__ = ["INT_RULES", "VECTOR_RULES"]
+__all__ = ["INT_RULES"]
 
 x, y, z, w = pvars("x y z w")
 c1, c2, c3 = pconsts("c1 c2 c3")
-cond, lanes = PVar("cond"), PVar("lanes")
+cond = PVar("cond")
 
 
 # ---------------------------------------------------------------------------
@@ -41,6 +43,41 @@ def _exact_div_times(e: E.Mul, an: Analyzer) -> Optional[E.PrimExpr]:
         if isinstance(q.b, E.IntImm) and q.b.value == c.value and an.modular_set(q.a).divisible_by(c.value):
             return q.a
     return None
+
+
+def _exact_diff(an: Analyzer, p: E.PrimExpr, q: E.PrimExpr) -> bool:
+    """True when ``p - q`` of the actual values fits the dtype (so it is not a wrapped value)."""
+    return fits(*iv_sub(an._interval(p), an._interval(q)), p.dtype)
+
+
+def _same_sum(p: SumForm, q: SumForm) -> bool:
+    return p.const == q.const and p.terms.keys() == q.terms.keys() and all(
+        k == q.terms[key][1] for key, (_, k) in p.terms.items())
+
+
+def _minmax_diff(e: E.Sub, an: Analyzer) -> Optional[E.PrimExpr]:
+    """``min(s1 + d, s2 + d) - min(s1, s2)`` is ``d`` (``max`` too).
+
+    ``b1 - s1`` and ``b2 - s2`` have the same canonical sum, so they are equal
+    modulo ``2**bits``; when both actual differences fit the dtype they are
+    equal, and shifting both operands of a min by ``d`` shifts the min by ``d``.
+    """
+    a, b = e.a, e.b
+    if not isinstance(a, (E.Min, E.Max)) or type(b) is not type(a) or a.dtype.lanes != 1:
+        return None
+    assert isinstance(b, (E.Min, E.Max))
+    canon = an._canonical
+    for s1, s2 in ((b.a, b.b), (b.b, b.a)):
+        d1, d2 = canon.to_sum(E.Sub(a.a, s1)), canon.to_sum(E.Sub(a.b, s2))
+        if _same_sum(d1, d2) and _exact_diff(an, a.a, s1) and _exact_diff(an, a.b, s2):
+            return canon.render(d1)
+    return None
+
+
+def _factor(m) -> bool:
+    """``x*y + x*z`` is ``x*(y + z)`` (a ring identity); a constant ``x`` stays
+    distributed, the canonical form of ``(y + z) * 3``."""
+    return not isinstance(m.x, E.IntImm)
 
 
 # ---------------------------------------------------------------------------
@@ -62,8 +99,14 @@ ADD = [
     Rule(x * c1 + x, x * (c1 + 1)),
     Rule(x + x * c1, x * (c1 + 1)),
     Rule(x * c1 + x * c2, x * (c1 + c2)),
+    Rule(x * y + x * z, x * (y + z), _factor),
+    Rule(y * x + x * z, x * (y + z), _factor),
+    Rule(x * y + z * x, x * (y + z), _factor),
+    Rule(y * x + z * x, x * (y + z), _factor),
     Rule(x + (y - x), y),
     Rule((y - x) + x, y),
+    Rule((x - y) + (y - z), x - z),
+    Rule((x - y) + (z - x), z - y),
     Rule(x + (0 - y), x - y),
     Rule((0 - x) + y, y - x),
     Rule(x + y * -1, x - y),
@@ -105,6 +148,10 @@ SUB = [
     Rule(x - (y + x), 0 - y),
     Rule((x - y) - x, 0 - y),
     Rule(x - (x - y), y),
+    Rule((x + y) - (x + z), y - z),
+    Rule((x + y) - (z + x), y - z),
+    Rule((y + x) - (x + z), y - z),
+    Rule((y + x) - (z + x), y - z),
     Rule((x + c1) - c2, x + (c1 - c2)),
     Rule((x - c1) - c2, x - (c1 + c2)),
     Rule((c1 - x) - c2, (c1 - c2) - x),
@@ -117,11 +164,16 @@ SUB = [
     Rule(x * c1 - x, x * (c1 - 1)),
     Rule(x - x * c1, x * (1 - c1)),
     Rule(x * c1 - x * c2, x * (c1 - c2)),
+    Rule(x * y - x * z, x * (y - z), _factor),
+    Rule(y * x - x * z, x * (y - z), _factor),
+    Rule(x * y - z * x, x * (y - z), _factor),
+    Rule(y * x - z * x, x * (y - z), _factor),
     Rule(x - y * -1, x + y),
     Rule(x - (x // y) * y, x % y),
     Rule(x - tdiv(x, y) * y, tmod(x, y)),
     Rule(x - y * (x // y), x % y),
     Rule(x - y * tdiv(x, y), tmod(x, y)),
+    *DIVMOD_SUB,
     Rule(select(cond, x, y) - select(cond, z, w), select(cond, x - z, y - w)),
     Rule(select(cond, x, y) - x, select(cond, 0, y - x)),
     Rule(select(cond, x, y) - y, select(cond, x - y, 0)),
@@ -129,6 +181,7 @@ SUB = [
     Rule(x - select(cond, y, x), select(cond, x - y, 0)),
     Rule(min_(x, y) - min_(y, x), 0),
     Rule(max_(x, y) - max_(y, x), 0),
+    FnRule(_minmax_diff),
     # min(x, y) - x is min(0, y - x), exact when y - x cannot wrap.
     Rule(min_(x, y) - x, min_(0, y - x), lambda m: m.no_overflow(y - x)),
     Rule(min_(x, y) - y, min_(x - y, 0), lambda m: m.no_overflow(x - y)),
@@ -179,41 +232,3 @@ INT_RULES: dict[type, list[Any]] = {
     E.Add: ADD, E.Sub: SUB, E.Mul: MUL, E.FloorDiv: FLOORDIV, E.FloorMod: FLOORMOD,
     E.Div: TRUNCDIV, E.Mod: TRUNCMOD, E.Min: MIN, E.Max: MAX,
 }
-
-
-# ---------------------------------------------------------------------------
-# Vectors: lane-wise identities.  Ramp rules regroup sums, so they are for ints.
-
-
-def _int_ramp(m) -> bool:
-    return m.is_int(x)
-
-
-def _lanewise(op) -> list:
-    return [Rule(op(bcast(x, lanes), bcast(y, lanes)), bcast(op(x, y), lanes))]
-
-
-VECTOR_RULES: dict[type, list[Any]] = {
-    E.Add: _lanewise(lambda a, b: a + b) + [
-        Rule(ramp(x, y, lanes) + ramp(z, w, lanes), ramp(x + z, y + w, lanes), _int_ramp),
-        Rule(ramp(x, y, lanes) + bcast(z, lanes), ramp(x + z, y, lanes), _int_ramp),
-        Rule(bcast(z, lanes) + ramp(x, y, lanes), ramp(z + x, y, lanes), _int_ramp),
-    ],
-    E.Sub: _lanewise(lambda a, b: a - b) + [
-        Rule(ramp(x, y, lanes) - ramp(z, w, lanes), ramp(x - z, y - w, lanes), _int_ramp),
-        Rule(ramp(x, y, lanes) - bcast(z, lanes), ramp(x - z, y, lanes), _int_ramp),
-        Rule(bcast(z, lanes) - ramp(x, y, lanes), ramp(z - x, 0 - y, lanes), _int_ramp),
-    ],
-    E.Mul: _lanewise(lambda a, b: a * b) + [
-        Rule(ramp(x, y, lanes) * bcast(z, lanes), ramp(x * z, y * z, lanes), _int_ramp),
-        Rule(bcast(z, lanes) * ramp(x, y, lanes), ramp(x * z, y * z, lanes), _int_ramp),
-    ],
-    E.FloorDiv: _lanewise(lambda a, b: a // b),
-    E.FloorMod: _lanewise(lambda a, b: a % b),
-    E.Div: _lanewise(tdiv),
-    E.Mod: _lanewise(tmod),
-    E.Min: _lanewise(min_),
-    E.Max: _lanewise(max_),
-    E.Ramp: [Rule(ramp(x, 0, lanes), bcast(x, lanes), _int_ramp)],
-}
-

@@ -10,7 +10,7 @@ divisor of ``2**bits``, which survive wrap-around.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
@@ -22,7 +22,7 @@ from .pattern import FnRule, Rule, max_, min_, pconsts, pvars, tdiv, tmod
 if TYPE_CHECKING:
     from .analyzer import Analyzer
 
-__all__ = ["FLOORDIV", "FLOORMOD", "TRUNCDIV", "TRUNCMOD"]
+__all__ = ["FLOORDIV", "FLOORMOD", "TRUNCDIV", "TRUNCMOD", "DIVMOD_SUB"]
 
 x, y, z = pvars("x y z")
 c1, c2, c3 = pconsts("c1 c2 c3")
@@ -56,16 +56,24 @@ def _mod_by_bounds(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
 
 
 def _mod_by_modular(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
-    """``x % c`` is a constant when ``x``'s residue modulo ``c`` is known."""
+    """``x % c`` is a constant when ``x``'s residue modulo ``c`` is known.
+
+    The truncated remainder takes the sign of ``x``: a multiple of ``c`` gives 0
+    whatever its sign (``truncmod(x * -10, 2)`` is 0), a non-positive ``x`` with
+    residue ``r > 0`` gives ``r - c``.
+    """
     if not isinstance(e.b, E.IntImm) or e.b.value <= 0:
         return None
     c = e.b.value
-    if isinstance(e, E.Mod) and an._interval(e.a)[0] < 0:
-        return None
     ms = an.modular_set(e.a)
-    if ms.coeff % c == 0:
-        return E.IntImm(e.dtype, ms.base % c)
-    return None
+    if ms.coeff % c != 0:
+        return None
+    r = ms.base % c
+    if isinstance(e, E.Mod) and r != 0:
+        lo, hi = an._interval(e.a)
+        if lo < 0:
+            return E.IntImm(e.dtype, r - c) if hi <= 0 else None
+    return E.IntImm(e.dtype, r)
 
 
 def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr, E.PrimExpr]]:
@@ -148,6 +156,20 @@ def _scaled_nested(m) -> E.PrimExpr:
     return ops.floordiv(ops.add(m.x, ops.const(m.c1 * m.c2, m.dtype)), ops.const(m.c1 * m.c3, m.dtype))
 
 
+def _nested_div_sub(m) -> bool:
+    """``(x // c1 - c2) // c3`` is ``(x - c1*c2) // (c1*c3)`` (Loom prints ``x + -2`` as ``x - 2``)."""
+    return m.c1 > 0 and m.c3 > 0 and m.fits(m.c1 * m.c2, m.c1 * m.c3) and m.no_overflow(x - m.c1 * m.c2)
+
+
+def _scaled_nested_sub(m) -> E.PrimExpr:
+    return ops.floordiv(ops.sub(m.x, ops.const(m.c1 * m.c2, m.dtype)), ops.const(m.c1 * m.c3, m.dtype))
+
+
+def _exact_split3(m) -> bool:
+    """``(x*c1 + y + z) // c2`` splits off ``x*(c1/c2)`` when nothing wraps, ``y + z`` included."""
+    return m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1 + y + z, y + z)
+
+
 def _residue_coeff(m) -> bool:
     """``(x * c1) % c2`` is ``(x * (c1 % c2)) % c2`` (a smaller coefficient, the same residue)."""
     if m.c2 <= 0 or m.c1 % m.c2 in (0, m.c1):
@@ -163,13 +185,17 @@ FLOORDIV = [
     Rule(x // x, 1),  # where x == 0 the original is undefined
     Rule((x // c1) // c2, x // (c1 * c2), lambda m: _pos(m) and m.fits(m.c1 * m.c2)),
     Rule((x // c1 + c2) // c3, _scaled_nested, _nested_div),
+    Rule((x // c1 - c2) // c3, _scaled_nested_sub, _nested_div_sub),
     Rule((x * c1) // c2, x * (c1 // c2), lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
     Rule((x * c1) // c2, x // (c2 // c1), lambda m: _pos(m) and m.c2 % m.c1 == 0 and m.no_overflow(x * c1)),
     Rule((x * c1 + y) // c2, x * (c1 // c2) + y // c2,
          lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1 + y)),
     Rule((y + x * c1) // c2, y // c2 + x * (c1 // c2),
          lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(y + x * c1)),
+    Rule((x * c1 + y + z) // c2, x * (c1 // c2) + (y + z) // c2, _exact_split3),
+    Rule((y + x * c1 + z) // c2, x * (c1 // c2) + (y + z) // c2, _exact_split3),
     Rule((x + c1) // c2, x // c2 + c1 // c2, lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x + c1)),
+    Rule((x - c1) // c2, x // c2 - c1 // c2, lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x - c1)),
     # Flooring by a positive constant is monotone, so it commutes with min and max.
     Rule(min_(x * c1, y) // c2, min_(x * (c1 // c2), y // c2),
          lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
@@ -194,6 +220,7 @@ FLOORMOD = [
     Rule((x * c1 + y) % c2, y % c2, _mod_exact(x * c1 + y)),
     Rule((y + x * c1) % c2, y % c2, _mod_exact(y + x * c1)),
     Rule((x + c1) % c2, x % c2, _mod_exact(x + c1)),
+    Rule((x - c1) % c2, x % c2, _mod_exact(x - c1)),
     Rule((x * c1) % c2, lambda m: ops.floormod(ops.mul(m.x, ops.const(m.c1 % m.c2, m.dtype)), ops.const(m.c2, m.dtype)),
          _residue_coeff),
     Rule((x * y) % y, 0, lambda m: m.no_overflow(x * y)),
@@ -211,6 +238,10 @@ TRUNCDIV = [
     Rule(tdiv(x, 1), x),
     Rule(tdiv(x, -1), 0 - x),
     Rule(tdiv(x, x), 1),
+    # Truncating twice by positive divisors truncates once (the sign stays that of x).
+    Rule(tdiv(tdiv(x, c1), c2), tdiv(x, c1 * c2), lambda m: _pos(m) and m.fits(m.c1 * m.c2)),
+    Rule(tdiv(x * c1, c2), x * (c1 // c2), lambda m: m.c2 > 0 and m.c1 % m.c2 == 0 and m.no_overflow(x * c1)),
+    Rule(tdiv(x * c1, c2), tdiv(x, c2 // c1), lambda m: _pos(m) and m.c2 % m.c1 == 0 and m.no_overflow(x * c1)),
     Rule(tdiv(x, y), x // y, _nonneg_by_pos),
 ]
 
@@ -220,8 +251,36 @@ TRUNCMOD = [
     Rule(tmod(x, 1), 0),
     Rule(tmod(x, -1), 0),
     Rule(tmod(x, x), 0),
+    # truncmod(x, c1) has x's sign and residue modulo c2 when c2 divides c1.
+    Rule(tmod(tmod(x, c1), c2), tmod(x, c2), lambda m: _pos(m) and m.c1 % m.c2 == 0),
     Rule(tmod(x, y), x % y, _nonneg_by_pos),
     # The truncated remainder takes the sign of the dividend: the divisor's sign does not matter.
     Rule(tmod(x, c1), lambda m: ops.truncmod(m.x, ops.const(-m.c1, m.dtype)), lambda m: m.c1 < -1 and m.fits(-m.c1)),
 ]
 
+
+def _divmod_sub(div: Callable[..., Any], mod: Callable[..., Any]) -> list[Any]:
+    """Differences that hold ``u - (u // c) * c``: that is ``u % c``, for every ``u`` and ``c``.
+
+    ``(u // c) * c + u % c == u`` is a ring identity (it survives wrap-around),
+    so these need no condition beyond ``c3 == c1 * c2``; each saves a multiply.
+    """
+    def scaled(m: Any) -> bool:
+        return m.c1 * m.c2 == m.c3
+
+    return [
+        Rule(div(x, c1) * c1 - x, 0 - mod(x, c1)),
+        Rule(x - div(x + y, c1) * c1, mod(x + y, c1) - y),
+        Rule(div(x + y, c1) * c1 - x, y - mod(x + y, c1)),
+        Rule(x - div(x - y, c1) * c1, mod(x - y, c1) + y),
+        Rule(div(x - y, c1) * c1 - x, 0 - mod(x - y, c1) - y),
+        Rule(x * c2 - div(x, c1) * c3, mod(x, c1) * c2, scaled),
+        Rule(div(x, c1) * c3 - x * c2, mod(x, c1) * (0 - c2), scaled),
+        Rule(x * c2 - div(x + y, c1) * c3, (mod(x + y, c1) - y) * c2, scaled),
+        Rule(x * c2 - div(x - y, c1) * c3, (mod(x - y, c1) + y) * c2, scaled),
+        Rule(div(x + y, c1) * c3 - x * c2, (y - mod(x + y, c1)) * c2, scaled),
+        Rule(div(x - y, c1) * c3 - x * c2, (0 - mod(x - y, c1) - y) * c2, scaled),
+    ]
+
+
+DIVMOD_SUB = _divmod_sub(lambda a, b: a // b, lambda a, b: a % b) + _divmod_sub(tdiv, tmod)

@@ -62,6 +62,8 @@ AND = [
     Rule((x < y) & (y <= x), False),
     Rule((x <= y) & (y < x), False),
     Rule((x <= y) & (y <= x), x == y),
+    Rule((x < y) & (x <= y), x < y),  # x < y implies x <= y (NaN makes both false)
+    Rule((x <= y) & (x < y), x < y),
     Rule(bcast(x, lanes) & bcast(y, lanes), bcast(x & y, lanes)),
 ]
 
@@ -81,6 +83,8 @@ OR = [
     Rule((x != y) | (x == y), True),
     Rule((x < y) | (y <= x), True, _int(x)),
     Rule((x <= y) | (y < x), True, _int(x)),
+    Rule((x < y) | (x <= y), x <= y),
+    Rule((x <= y) | (x < y), x <= y),
     Rule(bcast(x, lanes) | bcast(y, lanes), bcast(x | y, lanes)),
 ]
 

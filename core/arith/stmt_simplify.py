@@ -4,7 +4,10 @@ Inside ``for i in range(lo, lo + n)`` the analyzer knows ``lo <= i < lo + n``;
 inside ``if c`` it knows ``c`` (and ``not c`` in the ``else``); a ``let``
 variable has the bounds of its value; a thread axis (``thread_extent``
 attribute) ranges over ``[0, extent)``.  An ``if`` whose condition becomes a
-constant is replaced by the branch that runs.
+constant is replaced by the branch that runs.  A ``let`` bound to a constant or
+to a (non-handle) variable is substituted into its body and dropped, as TVM's
+Simplify did, unless a declaration (a buffer's shape, an IterVar's range)
+names its variable: declarations keep their identity, so the let stays.
 
 >>> import loom
 >>> from loom.ir import For, IfThenElse, BufferStore
@@ -24,8 +27,10 @@ from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
-from ..ir.functor import Mutator, substitute
+from ..ir.functor import Mutator, collect, substitute
+from ._exprkey import uses_var
 from .analyzer import Analyzer
+from .canonical import inlinable_let_value
 
 __all__ = ["simplify", "StmtSimplifier"]
 
@@ -56,6 +61,8 @@ class StmtSimplifier(Mutator):
 
     def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
         value = self.an.simplify(s.value)
+        if inlinable_let_value(value) and not _declares_with(s.body, s.var):
+            return self.visit(substitute(s.body, {s.var: value}))
         with self.an._let_scope(s.var, value):
             body = self.visit(s.body)
         return s.with_(value=value, body=body)
@@ -94,6 +101,16 @@ class StmtSimplifier(Mutator):
         if all(a is b for a, b in zip(stmts, s.seq)):
             return s
         return S.seq(*stmts)
+
+
+def _declares_with(body: S.Stmt, var: E.Var) -> bool:
+    """True when ``var`` occurs in a declaration (a Buffer, an IterVar: nodes with their own
+    identity, which a substitution would copy) or is the node of an attribute in ``body``."""
+    def names_var(n: Any) -> bool:
+        if isinstance(n, S.AttrStmt):
+            return n.node is var
+        return type(n).binding_identity and not isinstance(n, E.Var) and uses_var(n, var)
+    return bool(collect(body, names_var))
 
 
 def _is_unit_loop(s: S.For, ext: E.PrimExpr) -> bool:

@@ -9,7 +9,7 @@ from .expr import (
     Ramp, Range, Select, SizeVar, StringImm, Sub, Var,
 )
 from .function import GlobalVar, IRModule, PrimFunc
-from .functor import Mutator, Visitor, collect, post_order_visit, substitute
+from .functor import Mutator, Visitor, collect, ir_transform, post_order_visit, substitute
 from .node import Node, fields_of, register_object, registered_types
 from .op import Op, list_ops, register_lowering, register_op
 from .stmt import (
@@ -31,5 +31,5 @@ __all__ = [
     "Stmt", "LetStmt", "AttrStmt", "AssertStmt", "BufferStore", "Allocate", "For", "ForKind", "While",
     "IfThenElse", "Evaluate", "SeqStmt", "seq", "no_op",
     "Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT", "PrimFunc", "GlobalVar", "IRModule",
-    "Array", "Map", "convert", "make_node", "CommReducer", "Reduce", "EnvFunc", "ProducerLoad", "ProducerStore", "ProducerRealize", "Visitor", "Mutator", "post_order_visit", "collect", "substitute",
+    "Array", "Map", "convert", "make_node", "CommReducer", "Reduce", "EnvFunc", "ProducerLoad", "ProducerStore", "ProducerRealize", "Visitor", "Mutator", "post_order_visit", "collect", "substitute", "ir_transform",
 ]

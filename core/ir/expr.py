@@ -20,6 +20,8 @@ import numpy as np
 
 from ..errors import ExprTruthError, IRError
 from .dtype import DataType, DTypeLike
+from ._operators import ArithOperators
+from .literals import NUMBER_OR_EXPR, typed_literals
 from .node import Converted, Node, TupleOf, abstract_node, child, children, register_object
 from .node import value as val
 
@@ -52,35 +54,6 @@ ExprTuple = Converted[tuple["PrimExpr", ...], Sequence[Union["PrimExpr", int, fl
 
 def _set(obj: Any, name: str, v: Any) -> None:
     object.__setattr__(obj, name, v)
-
-
-if TYPE_CHECKING:
-    class ArithOperators:
-        """What the type checker knows of the operators ``expr_ops`` attaches to PrimExpr and IterVar."""
-
-        def __add__(self, other: ExprLike) -> PrimExpr: ...
-        def __radd__(self, other: ExprLike) -> PrimExpr: ...
-        def __sub__(self, other: ExprLike) -> PrimExpr: ...
-        def __rsub__(self, other: ExprLike) -> PrimExpr: ...
-        def __mul__(self, other: ExprLike) -> PrimExpr: ...
-        def __rmul__(self, other: ExprLike) -> PrimExpr: ...
-        def __truediv__(self, other: ExprLike) -> PrimExpr: ...
-        def __rtruediv__(self, other: ExprLike) -> PrimExpr: ...
-        def __floordiv__(self, other: ExprLike) -> PrimExpr: ...
-        def __rfloordiv__(self, other: ExprLike) -> PrimExpr: ...
-        def __mod__(self, other: ExprLike) -> PrimExpr: ...
-        def __rmod__(self, other: ExprLike) -> PrimExpr: ...
-        def __neg__(self) -> PrimExpr: ...
-        def __lt__(self, other: ExprLike) -> PrimExpr: ...
-        def __le__(self, other: ExprLike) -> PrimExpr: ...
-        def __gt__(self, other: ExprLike) -> PrimExpr: ...
-        def __ge__(self, other: ExprLike) -> PrimExpr: ...
-        def astype(self, dtype: DTypeLike) -> PrimExpr: ...
-else:
-    class ArithOperators:
-        """Empty at run time: ``expr_ops`` attaches the operators to the classes themselves."""
-
-        __slots__ = ()
 
 
 @abstract_node
@@ -206,9 +179,10 @@ class Cast(PrimExpr):
     """Convert ``value`` to ``dtype`` (lanes must agree)."""
 
     dtype: DTypeField = val(DataType, converter=_dtype)
-    value: PrimExpr = child(PrimExpr)
+    value: PrimExpr = child(NUMBER_OR_EXPR)
 
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "value")
         if self.dtype.lanes != self.value.dtype.lanes:
             raise IRError(f"Cast to {self.dtype} from {self.value.dtype}: lanes differ")
 
@@ -217,11 +191,13 @@ class Cast(PrimExpr):
 class BinaryOp(PrimExpr):
     """Arithmetic on two operands of the same dtype."""
 
-    a: PrimExpr = child(PrimExpr)
-    b: PrimExpr = child(PrimExpr)
+    a: PrimExpr = child(NUMBER_OR_EXPR)
+    b: PrimExpr = child(NUMBER_OR_EXPR)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.a, PrimExpr) or not isinstance(self.b, PrimExpr):
+            typed_literals(self, "a", "b")
         if self.a.dtype != self.b.dtype:
             raise IRError(f"{type(self).__name__} operands differ in dtype: {self.a.dtype} and {self.b.dtype}")
         _set(self, "dtype", self._result_dtype())
@@ -322,6 +298,7 @@ class GE(CmpOp):
 @abstract_node
 class LogicalOp(BinaryOp):
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "a", "b", like=_dtype("bool"))
         for side in (self.a, self.b):
             if not side.dtype.is_bool:
                 raise IRError(f"{type(self).__name__} needs bool operands, got {side.dtype}")
@@ -342,10 +319,11 @@ class Or(LogicalOp):
 class Not(PrimExpr):
     """Logical negation of a bool."""
 
-    a: PrimExpr = child(PrimExpr)
+    a: PrimExpr = child(NUMBER_OR_EXPR)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "a", like=_dtype("bool"))
         if not self.a.dtype.is_bool:
             raise IRError(f"Not needs a bool operand, got {self.a.dtype}")
         _set(self, "dtype", self.a.dtype)
@@ -355,12 +333,14 @@ class Not(PrimExpr):
 class Select(PrimExpr):
     """``true_value if condition else false_value``; both sides may be evaluated."""
 
-    condition: PrimExpr = child(PrimExpr)
-    true_value: PrimExpr = child(PrimExpr)
-    false_value: PrimExpr = child(PrimExpr)
+    condition: PrimExpr = child(NUMBER_OR_EXPR)
+    true_value: PrimExpr = child(NUMBER_OR_EXPR)
+    false_value: PrimExpr = child(NUMBER_OR_EXPR)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "condition", like=_dtype("bool"))
+        typed_literals(self, "true_value", "false_value")
         if not self.condition.dtype.is_bool:
             raise IRError(f"Select condition must be bool, got {self.condition.dtype}")
         if self.true_value.dtype != self.false_value.dtype:
@@ -395,12 +375,13 @@ class BufferLoad(PrimExpr):
 class Ramp(PrimExpr):
     """The vector ``[base, base + stride, ..., base + (lanes-1)*stride]``."""
 
-    base: PrimExpr = child(PrimExpr)
-    stride: PrimExpr = child(PrimExpr)
+    base: PrimExpr = child(NUMBER_OR_EXPR)
+    stride: PrimExpr = child(NUMBER_OR_EXPR)
     lanes: int = val(int)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "base", "stride")
         if self.lanes < 2:
             raise IRError(f"Ramp needs at least 2 lanes, got {self.lanes}")
         if self.base.dtype.is_vector or self.stride.dtype != self.base.dtype:
@@ -412,11 +393,12 @@ class Ramp(PrimExpr):
 class Broadcast(PrimExpr):
     """A scalar repeated over ``lanes`` lanes."""
 
-    value: PrimExpr = child(PrimExpr)
+    value: PrimExpr = child(NUMBER_OR_EXPR)
     lanes: int = val(int)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "value")
         if self.lanes < 2 or self.value.dtype.is_vector:
             raise IRError(f"Broadcast needs a scalar value and at least 2 lanes, got {self.value.dtype} x {self.lanes}")
         _set(self, "dtype", self.value.dtype.with_lanes(self.lanes))
@@ -427,11 +409,12 @@ class Let(PrimExpr):
     """``body`` with ``var`` bound to ``value``."""
 
     var: Var = child(Var, binds=True)
-    value: PrimExpr = child(PrimExpr)
+    value: PrimExpr = child(NUMBER_OR_EXPR)
     body: PrimExpr = child(PrimExpr)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
+        typed_literals(self, "value", like=self.var.dtype)
         if self.var.dtype != self.value.dtype:
             raise IRError(f"Let {self.var.name}: var is {self.var.dtype} but value is {self.value.dtype}")
         _set(self, "dtype", self.body.dtype)

@@ -24,7 +24,7 @@ from . import expr as E
 from . import bitwise as _bitwise
 
 __all__ = [
-    "const", "convert_expr", "var", "size_var", "select", "floordiv", "floormod", "truncdiv",
+    "const", "convert_expr", "var", "size_var", "select", "div", "floordiv", "floormod", "truncdiv",
     "truncmod", "min_value", "max_value", "all", "any", "cast", "const_value", "is_nonzero_constant",
 ]
 
@@ -287,6 +287,20 @@ def true_div(a: Any, b: Any) -> E.PrimExpr:
             "or cast to a float dtype first"
         )
     return _arith(E.Div, lambda x, y: x / y if y != 0 else math.copysign(math.inf, x) if x else math.nan)(a, b)
+
+
+def div(a: Any, b: Any) -> E.PrimExpr:
+    """Division as C spells ``a / b`` (TVM's ``tvm.div``): true division on floats, truncdiv on integers.
+
+    Written out, the integer rounding is no longer ambiguous, so ``div`` takes integers where ``/`` does not.
+
+    >>> import loom
+    >>> x = loom.var("x")
+    >>> str(loom.div(x, 4)), str(loom.div(loom.const(1.0), x.astype("float32")))
+    ('truncdiv(x, 4)', '1.0 / float32(x)')
+    """
+    a, b = _match(a, b)
+    return true_div(a, b) if a.dtype.is_float else truncdiv(a, b)
 
 
 def minimum(a: Any, b: Any) -> E.PrimExpr:

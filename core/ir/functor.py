@@ -21,11 +21,11 @@ object otherwise, so ``new is old`` tells whether anything happened.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Optional
 
 from .node import Node, traversal_fields
 
-__all__ = ["Visitor", "Mutator", "post_order_visit", "collect", "substitute"]
+__all__ = ["Visitor", "Mutator", "post_order_visit", "collect", "substitute", "ir_transform"]
 
 
 def _method_table(owner: type[_Dispatch], cls: type) -> Callable[[Any, Any], Any]:
@@ -157,3 +157,51 @@ def substitute(node: Any, vmap: dict[Any, Any]) -> Any:
     if not vmap:
         return node
     return _Substitute(vmap).visit(node)
+
+
+Callback = Callable[[Any], Optional[Any]]
+
+
+class _Transform(Mutator):
+    def __init__(self, preorder: Optional[Callback], postorder: Optional[Callback],
+                 only_enable: Optional[frozenset[str]]) -> None:
+        self.preorder, self.postorder, self.only_enable = preorder, postorder, only_enable
+
+    def _enabled(self, node: Any) -> bool:
+        if self.only_enable is None:
+            return True
+        return any(k.__name__ in self.only_enable or getattr(k, "type_key", None) in self.only_enable
+                   for k in type(node).__mro__)
+
+    def generic_visit(self, node: Any) -> Any:
+        enabled = isinstance(node, Node) and self._enabled(node)
+        if enabled and self.preorder is not None:
+            out = self.preorder(node)
+            if out is not None:
+                return out
+        node = Mutator.generic_visit(self, node)
+        if enabled and self.postorder is not None:
+            out = self.postorder(node)
+            if out is not None:
+                return out
+        return node
+
+
+def ir_transform(node: Any, preorder: Optional[Callback], postorder: Optional[Callback],
+                 only_enable: Optional[Iterable[str]] = None) -> Any:
+    """Rewrite a tree with two callbacks, as TVM's ``ir_transform`` (``IRTransform``).
+
+    For each node (limited to the classes named in ``only_enable``, by class
+    name such as ``"Call"`` or type key such as ``"tir.Call"``, when given):
+    ``preorder(node)`` runs first, and a non-None result replaces the node
+    without visiting inside it; otherwise the children are transformed, then
+    ``postorder(new_node)`` runs, and a non-None result replaces the node.
+
+    >>> import loom
+    >>> x = loom.var("x")
+    >>> double = lambda n: loom.const(n.value * 2, n.dtype)
+    >>> str(ir_transform(x * 3 + 1, None, double, ["IntImm"]))
+    'x * 6 + 2'
+    """
+    names = None if only_enable is None else frozenset(str(n) for n in only_enable)
+    return _Transform(preorder, postorder, names).visit(node)

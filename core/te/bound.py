@@ -34,7 +34,7 @@ from ..ir import expr_ops as ops
 from ..ir.functor import Visitor
 from ..ir.producer import ProducerLoad
 from .graph import attach_paths, bind_map, consumer_graph, inline_bodies, read_graph
-from .int_set import IntervalSet, cover_range, eval_set, union
+from ..arith.int_set import IntervalSet, cover_range, eval_set, union
 from .relations import Fuse, Rebase, Split, pass_down_domain
 from .schedule import root_iter_vars
 from .operation import HybridOp

@@ -17,7 +17,7 @@ from ..ir import expr_ops as ops
 from ..ir.dtype import MAX_LANES
 from ..ir.intrin import likely
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, Stmt
-from .int_set import IntervalSet, eval_set
+from ..arith.int_set import IntervalSet, eval_set
 from .relations import pass_up_bound_check, pass_up_index
 from .schedule import root_iter_vars
 

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import LoomError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from .int_set import IntervalSet
+from ..arith.int_set import IntervalSet
 from .relations import Rebase
 from .graph import stage_of
 from .scan import ScanOp, dataflow_between

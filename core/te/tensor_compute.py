@@ -44,7 +44,7 @@ from ..ir.node import DictOf, TupleOf, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
 from ..ir.producer import ProducerLoad
-from .int_set import IntervalSet, eval_set
+from ..arith.int_set import IntervalSet, eval_set
 from .tensor import Operation, Tensor, TensorSlice, unique_tensors
 from .tensor_intrin import TensorIntrin
 

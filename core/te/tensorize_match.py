@@ -29,7 +29,7 @@ from ..ir.producer import ProducerLoad
 from ..ir.reduce import Reduce
 from ..ir.structural import structural_equal
 from .bound import _ReadRegions, _pass_up_domain
-from .int_set import IntervalSet, cover_range, union
+from ..arith.int_set import IntervalSet, cover_range, union
 from .schedule import root_iter_vars
 from .tensor import Tensor
 from .tensor_intrin import TensorIntrin

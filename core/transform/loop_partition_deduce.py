@@ -24,10 +24,11 @@ from typing import Optional
 import attrs
 
 from ..arith import Analyzer
+from ..arith.detect_linear import linear_form
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir import stmt as S
-from ..ir.functor import Visitor, collect, substitute
+from ..ir.functor import Visitor, collect
 from ._util import const_int, has_side_effect, is_op_call, uses_vars
 
 __all__ = ["Loop", "Interval", "Site", "find_sites", "decide", "intersect"]
@@ -110,61 +111,26 @@ def find_sites(body: S.Stmt) -> tuple[list[Site], bool]:
 
 
 def _linear(an: Analyzer, e: E.PrimExpr, v: E.Var) -> Optional[tuple[int, E.PrimExpr]]:
-    """``(k, rest)`` with ``e == k * v + rest`` and ``rest`` free of ``v``, or None."""
-    if not uses_vars(e, [v]):
-        return 0, e
-    if v.dtype != e.dtype:
-        return None
-    k = const_int(an.simplify(substitute(e, {v: v + 1}) - e))
-    if k is None:
-        return None
-    rest = an.simplify(e - ops.mul(ops.const(k, v.dtype), v))
-    return None if uses_vars(rest, [v]) else (k, rest)
-
-
-def _affine(e: E.PrimExpr, variables: list[E.Var]) -> Optional[tuple[dict[int, int], E.PrimExpr]]:
-    """``({id(var): coefficient}, rest)`` when ``e`` is written as an affine form of ``variables``.
-
-    A plain walk over ``+``, ``-`` and ``*`` by constants: much cheaper than
-    asking the simplifier, which :func:`_linear` does for the other forms.
-    """
-    if not uses_vars(e, variables):
-        return {}, e
-    if isinstance(e, E.Var):
-        return {id(e): 1}, ops.const(0, e.dtype)
-    if isinstance(e, (E.Add, E.Sub)):
-        a, b = _affine(e.a, variables), _affine(e.b, variables)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, E.Add) else -1
-        coefs = dict(a[0])
-        for key, c in b[0].items():
-            coefs[key] = coefs.get(key, 0) + sign * c
-        return coefs, (ops.add if sign == 1 else ops.sub)(a[1], b[1])
-    if isinstance(e, E.Mul):
-        for x, scale in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(scale, E.IntImm):
-                inner = _affine(x, variables)
-                if inner is None:
-                    return None
-                return {key: k * scale.value for key, k in inner[0].items()}, ops.mul(inner[1], scale)
-    return None
+    """``(k, rest)`` with ``e == k * v + rest``, ``k`` a constant and ``rest`` free of ``v``, or None."""
+    form = linear_form(e, [v])
+    k = None if form is None else const_int(an.simplify(form[0][0]))
+    return None if form is None or k is None else (k, an.simplify(form[1]))
 
 
 def _extremes(an: Analyzer, d: E.PrimExpr, v: E.Var,
               relaxed: list[Loop]) -> Optional[tuple[int, E.PrimExpr, E.PrimExpr]]:
     """``(k, hi, lo)``: ``d == k*v + r`` where ``r`` ranges over ``[lo, hi]`` as the relaxed loops do."""
-    aff = _affine(d, [v] + [var for var, _, _ in relaxed])
-    if aff is not None:
-        coefs, rest = aff
-        hi = lo = rest
-        for var, mn, ext in relaxed:
-            c = coefs.get(id(var), 0)
+    form = linear_form(d, [v] + [var for var, _, _ in relaxed])
+    # Constant coefficients as written: no need to ask the simplifier for the affine form.
+    ints = [] if form is None else [k for k in map(const_int, form[0]) if k is not None]
+    if form is not None and len(ints) == len(form[0]):
+        coefs, hi, lo = ints, form[1], form[1]
+        for (var, mn, ext), c in zip(relaxed, coefs[1:]):
             if c:
                 last = mn + ext - ops.const(1, ext.dtype)
                 hi = hi + ops.mul(ops.const(c, var.dtype), last if c > 0 else mn)
                 lo = lo + ops.mul(ops.const(c, var.dtype), mn if c > 0 else last)
-        return coefs.get(id(v), 0), an.simplify(hi), an.simplify(lo)
+        return coefs[0], an.simplify(hi), an.simplify(lo)
     lin = _linear(an, an.simplify(d), v)  # a form the simplifier must bring to affine first
     if lin is None:
         return None

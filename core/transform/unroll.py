@@ -7,7 +7,9 @@ A loop is unrolled when
   too, the nest it heads is at most ``tir.auto_unroll_max_depth`` deep, and
   either its total step count (extent times the steps of its body, a store or
   an evaluation counting one step) is at most ``tir.auto_unroll_max_step`` or
-  its extent is at most ``tir.auto_unroll_max_extent``.
+  its extent is at most ``tir.auto_unroll_max_extent``, or
+- ``tir.auto_unroll_max_extent`` is 1 and the loop runs at most once (as in
+  TVM: the loop goes away whatever its body, since nothing is copied).
 
 Either way a loop is unrolled only up to :data:`MAX_UNROLL_STEPS` steps: the
 automatic choice never goes past it, and a loop of kind ``unrolled`` with a
@@ -158,6 +160,11 @@ class _Unroller:
         if s.kind is S.ForKind.UNROLLED and n is not None:
             _check_steps(s, n, inner.steps)
             auto = True
+        if n is not None and 0 <= n <= 1 and o.max_extent == 1 and s.kind is not S.ForKind.THREAD_BINDING:
+            # TVM's rule: with auto_unroll_max_extent 1, a loop of at most one iteration goes
+            # away whatever its body (nothing is copied, so nothing can grow).
+            return unroll_body(s), (_Nest(n * inner.steps, inner.depth + 1, inner.blocked) if auto
+                                    else _Nest(inner.steps, inner.depth, True))
         if not auto:
             return s, _Nest(inner.steps, inner.depth, True)
         assert n is not None  # a constant extent: both ways to auto need one

@@ -117,9 +117,10 @@ class _GuardDivisors(Mutator):
 class _Vectorizer(Mutator):
     """Rewrites the body of one loop lane-wise; raises :class:`_Scalarize` when it cannot."""
 
-    def __init__(self, var: E.Var, lanes: int, ramp: E.Ramp) -> None:
+    def __init__(self, loop: S.For, lanes: int, ramp: E.Ramp) -> None:
         self.lanes = lanes
-        self.vmap: dict[E.Var, E.PrimExpr] = {var: ramp}
+        self.vmap: dict[E.Var, E.PrimExpr] = {loop.loop_var: ramp}
+        self.loop: S.For | None = loop  # for a branch that has to stay serial (see _branch)
 
     def varies(self, node: Any) -> bool:
         return uses_vars(node, self.vmap.keys())
@@ -208,9 +209,26 @@ class _Vectorizer(Mutator):
             raise _Scalarize("the bounds guard of a split whose factor does not divide the extent depends on "
                              "the vectorized variable (build_config(partition_const_loop=True) moves it out)")
         self._invariant(s.condition)
-        then_case = self.visit(s.then_case)
-        else_case = self.visit(s.else_case) if s.else_case is not None else None
+        then_case, then_err = self._branch(s.then_case)
+        else_case, else_err = self._branch(s.else_case) if s.else_case is not None else (None, None)
+        if then_err is not None and s.else_case is None:
+            raise then_err  # nothing would be vector code: the whole loop stays serial, reported
         return s.with_(then_case=then_case, else_case=else_case)
+
+    def _branch(self, body: S.Stmt) -> tuple[S.Stmt, _Scalarize | None]:
+        """A branch of an invariant ``if``, vectorized, or (as TVM) a serial loop of its own.
+
+        The serial fallback needs the loop variable to be the only one vectorized so far
+        (a vectorized let would leave the branch naming a variable no longer bound).
+        """
+        try:
+            return self.visit(body), None
+        except _Scalarize as err:
+            if self.loop is None or len(self.vmap) != 1:
+                raise
+            loop = self.loop
+            self.loop = None  # one serial copy at most: two would bind the loop variable twice
+            return S.For(loop.loop_var, loop.min, loop.extent, S.ForKind.SERIAL, body), err
 
     def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
         self._invariant(s.condition, s.message)
@@ -252,7 +270,7 @@ def _vectorize_one(loop: S.For) -> tuple[S.Stmt, str | None]:
                              f"{MAX_LANES} lanes a vector can have; split it and vectorize the inner loop")
     ramp = E.Ramp(loop.min, ops.const(1, loop.loop_var.dtype), lanes)
     try:
-        return _Vectorizer(loop.loop_var, lanes, ramp).visit(loop.body), None
+        return _Vectorizer(loop, lanes, ramp).visit(loop.body), None
     except _Scalarize as err:
         return loop.with_(kind=S.ForKind.SERIAL), str(err)
 

@@ -329,6 +329,13 @@ def _shapes(u, v, w, c1, c2, c3, k):
         E.LT(TD(u, c2), c1), E.LE(c1, TD(u, c2)), E.LT(MN(u, c1), c2), E.LT(E.Add(u, c1), MX(c2, u)),
         E.LT(c1, E.Sub(c2, u)), E.LE(E.Sub(c1, u), c2), E.EQ(E.Mul(u, v), E.IntImm(t, 0)),
         E.LE(E.Sub(E.Mul(u, c2), E.Mul(v, ck)), c1), E.LT(u, E.Add(w, u)), E.NE(E.Mul(u, v), E.IntImm(t, 0)),
+        # rules that hold under wrap-around (rules_wrap): ring identities, quotient differences, nesting
+        E.Add(E.Sub(u, v), E.Sub(w, u)), E.Sub(E.Add(v, u), E.Add(w, u)), E.Add(E.Mul(u, v), E.Mul(w, u)),
+        E.Sub(MN(E.Add(u, c1), E.Add(v, c2)), MN(E.Add(v, c3), u)), E.Sub(u, E.Mul(TD(E.Sub(u, v), c2), c2)),
+        E.Sub(E.Mul(u, k), E.Mul(FD(E.Add(u, w), c2), ck)), FD(E.Add(E.Add(E.Mul(u, ck), v), w), c2),
+        FM(E.Sub(u, c1), c2), FD(E.Sub(FD(u, c1), c2), c3), TD(TD(u, c1), c2), TD(E.Mul(u, ck), c2),
+        TM(TM(u, ck), c2), TM(E.Mul(u, ck), c2), FM(E.Sub(FM(u, ck), c1), c2), E.And(E.LT(u, v), E.LE(u, v)),
+        E.Add(E.Add(E.Mul(FD(u, ck), ck), E.Mul(FM(FD(u, c2), k), c2)), FM(u, c2)), TD(E.Mul(TD(u, c2), c2), ck),
     ]
 
 

@@ -391,14 +391,14 @@ def test_unknown_op():
 
 
 @pytest.mark.parametrize("build, message", [
-    (lambda x: E.Add(1, 2), "Add.a expects PrimExpr, got int"),
-    (lambda x: E.Add(x, 2), "Add.b expects PrimExpr, got int"),
+    (lambda x: E.Add("1", x), "Add.a expects PrimExpr or Number or bool, got str"),
+    (lambda x: E.Add(x, None), "Add.b expects PrimExpr or Number or bool, got NoneType"),
     (lambda x: E.Var(3), "Var.name expects str"),
     (lambda x: E.IntImm("int32", "7"), "IntImm.value expects int"),
     (lambda x: E.IntImm("int32", 1.0), "IntImm.value expects int"),
     (lambda x: E.FloatImm("float32", "1"), "FloatImm.value expects float"),
-    (lambda x: E.Cast("float32", 3), "Cast.value expects PrimExpr"),
-    (lambda x: E.Ramp(x, 1, 4), "Ramp.stride expects PrimExpr"),
+    (lambda x: E.Cast("float32", [3]), "Cast.value expects PrimExpr"),
+    (lambda x: E.Ramp(x, "1", 4), "Ramp.stride expects PrimExpr"),
     (lambda x: E.Broadcast(x, "4"), "Broadcast.lanes expects int"),
     (lambda x: E.Call("int32", "tir.exp", [x]), "Call.op expects Op or GlobalVar"),
     (lambda x: E.Let(x + 1, c(1), x), "Let.var expects Var"),

@@ -7,7 +7,7 @@ import loom
 from loom.arith import Analyzer
 from loom.ir import expr as E
 from loom.te.bound import infer_bound, storage_rank, thread_rank
-from loom.te.int_set import IntervalSet, cover_range, eval_set, union
+from loom.arith.int_set import IntervalSet, cover_range, eval_set, union
 from loom.te.operation import compute, placeholder, thread_axis
 from loom.te.reduction import reduce_axis
 from loom.te.reduction import sum as rsum

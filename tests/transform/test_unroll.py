@@ -96,3 +96,27 @@ def test_parallel_loops_are_never_auto_unrolled():
     f = func(nest(kind="parallel"))
     got = run_with({"tir.auto_unroll_max_step": 1000}, f).body
     assert got.kind is ForKind.PARALLEL and len(got.body) == 4
+
+
+@pytest.mark.parametrize("extent", [0, 1])
+@pytest.mark.parametrize("explicit", [True, False])
+def test_max_extent_one_removes_single_iteration_loops_whatever_their_body(extent, explicit):
+    """TVM's rule: with auto_unroll_max_extent 1 a loop of at most one iteration goes, even around a kept loop."""
+    i, j = loom.var("i"), loom.var("j")
+    inner = For(j, 0, 10, "serial", BufferStore(A, j + 1, [j + 1]))
+    f = func(For(i, 0, extent, "serial", seq(BufferStore(A, 3, [i * 2]), inner)))
+    g = run_with({"tir.auto_unroll_max_step": 8, "tir.auto_unroll_max_depth": 0,
+                  "tir.auto_unroll_max_extent": 1, "tir.unroll_explicit": explicit}, f)
+    if extent == 0:
+        assert not [n for n in loom.ir.collect(g.body, lambda n: isinstance(n, (For, BufferStore)))]
+    else:
+        first, second = g.body.seq
+        assert isinstance(first, BufferStore) and str(first.indices[0]) == "0 * 2"
+        assert isinstance(second, For) and second.extent.value == 10  # the 10-step loop stays
+    assert_same_result(f, g, lambda: [__import__("numpy").zeros(64, "int32")])
+
+
+def test_max_extent_one_keeps_loops_of_two_iterations_and_thread_loops():
+    f = func(nest(outer_extent=2, inner_extent=10))
+    g = run_with({"tir.auto_unroll_max_step": 0, "tir.auto_unroll_max_extent": 1}, f)
+    assert isinstance(g.body, For) and g.body.extent.value == 2

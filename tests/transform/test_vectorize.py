@@ -1,5 +1,6 @@
 """VectorizeLoop: ramps and broadcasts for vectorized loops, serial fallback otherwise."""
 
+import numpy as np
 import pytest
 
 import loom
@@ -75,6 +76,35 @@ def test_invariant_branch_is_kept_around_vector_code():
     i, r = loom.var("i"), loom.var("r")
     got = vectorize_loop(For(i, 0, 4, "vectorized", IfThenElse(r < 2, BufferStore(B, A[r, i], [r, i]))))
     assert isinstance(got, IfThenElse) and isinstance(got.then_case.indices[1], Ramp)
+
+
+@pytest.mark.parametrize("serial_side", ["then", "else"])
+def test_invariant_branch_with_one_unvectorizable_side_keeps_that_side_serial(serial_side):
+    """As TVM: ``if x < n`` around the lanes vectorizes one branch; the other runs as a serial loop."""
+    i, x, n = loom.var("i"), loom.var("x"), loom.var("n")
+    vec = BufferStore(B, A[0, i] + 1, [0, i])
+    ser = IfThenElse(i < n, BufferStore(B, loom.const(2), [0, i]))  # depends on the lane
+    then_case, else_case = (vec, ser) if serial_side == "else" else (ser, vec)
+    f = PrimFunc([A.data, B.data, x, n], For(i, 0, 4, "vectorized", IfThenElse(x < n, then_case, else_case)),
+                 buffer_map={A.data: A, B.data: B})
+    got = VectorizeLoop()(f).body
+    assert isinstance(got, IfThenElse)
+    vector_side, serial_loop = ((got.then_case, got.else_case) if serial_side == "else"
+                                else (got.else_case, got.then_case))
+    assert isinstance(vector_side, BufferStore) and str(vector_side.value.dtype) == "int32x4"
+    assert isinstance(serial_loop, For) and serial_loop.kind is ForKind.SERIAL and serial_loop.body is ser
+    loom.verify_well_formed(VectorizeLoop()(f))
+    for xv, nv in [(0, 1), (3, 1), (1, 3), (0, 0)]:
+        assert_same_result(f, VectorizeLoop()(f), lambda: [np.arange(32, dtype="int32").reshape(4, 8),
+                                                           np.zeros((4, 8), "int32"), xv, nv])
+
+
+def test_invariant_branch_with_both_sides_unvectorizable_makes_the_loop_serial():
+    i, x, n = loom.var("i"), loom.var("x"), loom.var("n")
+    ser = IfThenElse(i < n, BufferStore(B, loom.const(2), [0, i]))
+    loop = For(i, 0, 4, "vectorized", IfThenElse(x < n, ser, ser))
+    got = vectorize_loop(loop)
+    assert isinstance(got, For) and got.kind is ForKind.SERIAL and got.body is loop.body
 
 
 def test_disable_vectorize_makes_loops_serial():

@@ -110,7 +110,7 @@ def test_generic_forms_any_intrinsic_and_extern_lane_by_lane() -> None:
     np.testing.assert_array_equal(out, np.copysign(x, y) + np.maximum(x, 0.25))
 
 
-@pytest.mark.parametrize("name", ["loom_llvm.codegen", "loom_llvm.intrinsic_rules"])
+@pytest.mark.parametrize("name", ["loom_llvm", "loom_llvm.codegen", "loom_llvm.intrinsic_rules"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib
