@@ -294,9 +294,13 @@ def test_vector_expressions_keep_every_lane(data):
 @settings(max_examples=EXAMPLES // 2, deadline=None)
 @given(cases(), st.data())
 def test_simplify_under_a_constraint_keeps_value_where_it_holds(case, data):
+    _check_under_a_constraint(case, data, depth=2)
+
+
+def _check_under_a_constraint(case, data, depth):
     e, bounds, envs = case
     variables = list(bounds)
-    cond = data.draw(bool_exprs(variables[0].dtype, variables, 2))
+    cond = data.draw(bool_exprs(variables[0].dtype, variables, depth))
     an = make_analyzer(bounds)
     with an.constraint_scope(cond):
         s = an.simplify(e)
@@ -367,13 +371,7 @@ def test_index_rules_keep_value(case):
 @SETTINGS
 @given(shaped_cases(), st.data())
 def test_index_rules_under_facts_keep_value_where_they_hold(case, data):
-    e, bounds, envs = case
-    variables = list(bounds)
-    cond = data.draw(bool_exprs(variables[0].dtype, variables, 1))
-    an = make_analyzer(bounds)
-    with an.constraint_scope(cond):
-        s = an.simplify(e)
-    assert_same_value(e, s, [env for env in envs if defined(cond, env)], "simplify under a constraint")
+    _check_under_a_constraint(case, data, depth=1)
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=None)
