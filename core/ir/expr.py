@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import ExprTruthError, IRError
 from .dtype import DataType, DTypeLike
 from ._operators import ArithOperators
-from .literals import NUMBER_OR_EXPR, typed_literals
+from .literals import expr_or_number_types, typed_literals
 from .node import Converted, Node, TupleOf, abstract_node, child, children, register_object
 from .node import value as val
 
@@ -179,10 +179,11 @@ class Cast(PrimExpr):
     """Convert ``value`` to ``dtype`` (lanes must agree)."""
 
     dtype: DTypeField = val(DataType, converter=_dtype)
-    value: PrimExpr = child(NUMBER_OR_EXPR)
+    value: PrimExpr = child(expr_or_number_types)
 
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "value")
+        if not isinstance(self.value, PrimExpr):
+            typed_literals(self, "value")
         if self.dtype.lanes != self.value.dtype.lanes:
             raise IRError(f"Cast to {self.dtype} from {self.value.dtype}: lanes differ")
 
@@ -191,8 +192,8 @@ class Cast(PrimExpr):
 class BinaryOp(PrimExpr):
     """Arithmetic on two operands of the same dtype."""
 
-    a: PrimExpr = child(NUMBER_OR_EXPR)
-    b: PrimExpr = child(NUMBER_OR_EXPR)
+    a: PrimExpr = child(expr_or_number_types)
+    b: PrimExpr = child(expr_or_number_types)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
@@ -298,7 +299,8 @@ class GE(CmpOp):
 @abstract_node
 class LogicalOp(BinaryOp):
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "a", "b", like=_dtype("bool"))
+        if not isinstance(self.a, PrimExpr) or not isinstance(self.b, PrimExpr):
+            typed_literals(self, "a", "b", like=_dtype("bool"))
         for side in (self.a, self.b):
             if not side.dtype.is_bool:
                 raise IRError(f"{type(self).__name__} needs bool operands, got {side.dtype}")
@@ -319,11 +321,12 @@ class Or(LogicalOp):
 class Not(PrimExpr):
     """Logical negation of a bool."""
 
-    a: PrimExpr = child(NUMBER_OR_EXPR)
+    a: PrimExpr = child(expr_or_number_types)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "a", like=_dtype("bool"))
+        if not isinstance(self.a, PrimExpr):
+            typed_literals(self, "a", like=_dtype("bool"))
         if not self.a.dtype.is_bool:
             raise IRError(f"Not needs a bool operand, got {self.a.dtype}")
         _set(self, "dtype", self.a.dtype)
@@ -333,14 +336,16 @@ class Not(PrimExpr):
 class Select(PrimExpr):
     """``true_value if condition else false_value``; both sides may be evaluated."""
 
-    condition: PrimExpr = child(NUMBER_OR_EXPR)
-    true_value: PrimExpr = child(NUMBER_OR_EXPR)
-    false_value: PrimExpr = child(NUMBER_OR_EXPR)
+    condition: PrimExpr = child(expr_or_number_types)
+    true_value: PrimExpr = child(expr_or_number_types)
+    false_value: PrimExpr = child(expr_or_number_types)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "condition", like=_dtype("bool"))
-        typed_literals(self, "true_value", "false_value")
+        if not isinstance(self.condition, PrimExpr):
+            typed_literals(self, "condition", like=_dtype("bool"))
+        if not isinstance(self.true_value, PrimExpr) or not isinstance(self.false_value, PrimExpr):
+            typed_literals(self, "true_value", "false_value")
         if not self.condition.dtype.is_bool:
             raise IRError(f"Select condition must be bool, got {self.condition.dtype}")
         if self.true_value.dtype != self.false_value.dtype:
@@ -375,13 +380,14 @@ class BufferLoad(PrimExpr):
 class Ramp(PrimExpr):
     """The vector ``[base, base + stride, ..., base + (lanes-1)*stride]``."""
 
-    base: PrimExpr = child(NUMBER_OR_EXPR)
-    stride: PrimExpr = child(NUMBER_OR_EXPR)
+    base: PrimExpr = child(expr_or_number_types)
+    stride: PrimExpr = child(expr_or_number_types)
     lanes: int = val(int)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "base", "stride")
+        if not isinstance(self.base, PrimExpr) or not isinstance(self.stride, PrimExpr):
+            typed_literals(self, "base", "stride")
         if self.lanes < 2:
             raise IRError(f"Ramp needs at least 2 lanes, got {self.lanes}")
         if self.base.dtype.is_vector or self.stride.dtype != self.base.dtype:
@@ -393,12 +399,13 @@ class Ramp(PrimExpr):
 class Broadcast(PrimExpr):
     """A scalar repeated over ``lanes`` lanes."""
 
-    value: PrimExpr = child(NUMBER_OR_EXPR)
+    value: PrimExpr = child(expr_or_number_types)
     lanes: int = val(int)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "value")
+        if not isinstance(self.value, PrimExpr):
+            typed_literals(self, "value")
         if self.lanes < 2 or self.value.dtype.is_vector:
             raise IRError(f"Broadcast needs a scalar value and at least 2 lanes, got {self.value.dtype} x {self.lanes}")
         _set(self, "dtype", self.value.dtype.with_lanes(self.lanes))
@@ -409,12 +416,13 @@ class Let(PrimExpr):
     """``body`` with ``var`` bound to ``value``."""
 
     var: Var = child(Var, binds=True)
-    value: PrimExpr = child(NUMBER_OR_EXPR)
+    value: PrimExpr = child(expr_or_number_types)
     body: PrimExpr = child(PrimExpr)
     dtype: DataType = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        typed_literals(self, "value", like=self.var.dtype)
+        if not isinstance(self.value, PrimExpr):
+            typed_literals(self, "value", like=self.var.dtype)
         if self.var.dtype != self.value.dtype:
             raise IRError(f"Let {self.var.name}: var is {self.var.dtype} but value is {self.value.dtype}")
         _set(self, "dtype", self.body.dtype)

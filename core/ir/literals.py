@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NUMBER_OR_EXPR", "typed_literals"]
+__all__ = ["expr_or_number_types", "typed_literals"]
 
 _NUMBERS = (numbers.Number, np.bool_)  # Python and numpy numbers (bool is an int)
 
 
-def NUMBER_OR_EXPR() -> tuple[type, ...]:
+def expr_or_number_types() -> tuple[type, ...]:
     """The types a literal-accepting field takes (resolved lazily: PrimExpr is defined later)."""
     from .expr import PrimExpr
 
@@ -35,6 +35,9 @@ def NUMBER_OR_EXPR() -> tuple[type, ...]:
 
 def typed_literals(node: Any, *names: str, like: Any = None) -> None:
     """Replace the numbers among ``node``'s fields ``names`` by constants.
+
+    Constructors call it only when a field holds a number (it imports lazily: keep it off
+    the path of ordinary construction).
 
     A number takes ``like`` (a dtype) if given, else the dtype of the first
     of ``names`` that holds an expression, else the default constant dtype.
