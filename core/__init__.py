@@ -31,6 +31,8 @@ from .ir.verify import is_well_formed, verify_well_formed
 from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, scan, sum, thread_axis  # noqa: A004
 from .te import decl_tensor_intrin, tag_scope
 from . import envvars, ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid, schedule, ir_builder
+from . import language
+from .jit import jit
 from .driver import build, build_config, lower
 from .runtime import ndarray as nd
 from .runtime.registry import get_global_func, list_global_func_names, register_func, remove_global_func
@@ -55,5 +57,5 @@ __all__ = [
     "create_schedule", "placeholder", "compute", "extern", "scan", "decl_tensor_intrin", "tag_scope", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
     "lower", "build", "build_config", "nd",
     "ir", "arith", "schedule", "ir_builder", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
-    "cpu", "cuda", "device", "context", "gpu", "logconfig",
+    "cpu", "cuda", "device", "context", "gpu", "logconfig", "jit", "language",
 ]

@@ -22,7 +22,7 @@ from ..te.tensor import Tensor
 from .expr import describe, is_number
 from .runtime import SCOPES
 
-__all__ = ["LOOP_KINDS", "CALLS", "NewTensor", "KEYWORDS"]
+__all__ = ["LOOP_KINDS", "CALLS", "LANGUAGE_CALLS", "NewTensor", "KEYWORDS", "cast_handler"]
 
 #: Loop keyword -> For kind ("const" unrolls while parsing, "bind" binds a thread).
 LOOP_KINDS = {"range": "serial", "serial": "serial", "unroll": "unrolled", "parallel": "parallel",
@@ -44,9 +44,8 @@ Handler = Callable[[Any, ast.Call, list, dict], Any]
 
 
 def _callee(node: ast.Call) -> str:
-    """The name a handled call is made by (handlers are looked up by a plain name)."""
-    assert isinstance(node.func, ast.Name)
-    return node.func.id
+    """The name a handled call is made by (``exp``, or ``T.exp`` for a loom.language keyword)."""
+    return node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
 
 
 def _arity(p: Any, node: ast.Call, args: list, kwargs: dict, names: tuple[str, ...], required: int) -> list:
@@ -166,6 +165,7 @@ def _len(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
 
 
 def _cast(dtype: str) -> Handler:
+    """The handler of a cast to ``dtype`` (``float32(x)``; ``T.float32(x)`` in loom.language)."""
     t = DataType.of(dtype)
 
     def handler(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
@@ -187,6 +187,12 @@ def _likely(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
     return c if isinstance(c, bool) else intrin.likely(c)
 
 
+def _cast_to(p: Any, node: ast.Call, args: list, kwargs: dict) -> Any:
+    """``T.cast(x, dtype)`` (loom.language): a cast to a dtype that may be a kernel's dtype parameter."""
+    x, dtype = _arity(p, node, args, kwargs, ("x", "dtype"), 2)
+    return _cast(str(_dtype(p, node, dtype)))(p, node, [x], {})
+
+
 CALLS: dict[str, Handler] = {
     "output_tensor": _output_tensor, "allocate": _allocate,
     "log": _float_math("log", math.log, intrin.log), "exp": _float_math("exp", math.exp, intrin.exp),
@@ -198,6 +204,14 @@ CALLS: dict[str, Handler] = {
     **{n: _cast(n) for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                              "float16", "float32", "float64")},
 }
+
+def cast_handler(dtype: str) -> Handler:
+    """The handler of a call of a dtype constant (``T.float32(x)``)."""
+    return _cast(dtype)
+
+
+#: Handlers reached only through loom.language keyword objects (no bare hybrid name).
+LANGUAGE_CALLS: dict[str, Handler] = {"cast": _cast_to}
 
 #: Every keyword name of the language.
 KEYWORDS = frozenset(LOOP_KINDS) | frozenset(CALLS)

@@ -48,26 +48,42 @@ class LoopMixin:
         def const_int(self, v: Any) -> Any: ...
         def block(self, stmts: list[ast.stmt], symbols: Optional[dict[str, Symbol]] = None,
                   top: bool = False) -> Stmt: ...
+        def resolve_keyword(self, func: ast.AST) -> Any: ...
 
     const_copies = 0  # body copies the const_range loops parsed so far make, in all
+
+    def loop_keyword(self, it: ast.AST) -> tuple[str, Any]:
+        """``(hybrid loop keyword, loom.language keyword or None)`` of a loop's iterator, or an error."""
+        if isinstance(it, ast.Call):
+            kw = self.resolve_keyword(it.func)
+            if kw is not None and getattr(kw, "loop", False):
+                return kw.hybrid, kw
+            if isinstance(it.func, ast.Name) and it.func.id in LOOP_KINDS and self.scopes.lookup(it.func.id) is None:
+                return it.func.id, None
+        raise self.error(it, f"a hybrid loop iterates over one of {sorted(LOOP_KINDS)} (or loom.language's "
+                             f"T.serial, T.parallel, T.vectorized, T.unroll, T.thread_binding, T.grid), got "
+                             f"{self.segment(it)}")
 
     def visit_For(self, node: ast.For) -> Any:
         it = node.iter
         if node.orelse:
             raise self.error(node, "for ... else is not supported")
+        keyword, kw = self.loop_keyword(it)
+        assert isinstance(it, ast.Call)
+        spelled = self.segment(it.func)
+        if keyword == "grid":
+            return self.grid_loop(node, it)
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "a loop variable must be a single name")
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in LOOP_KINDS
-                and self.scopes.lookup(it.func.id) is None):
-            raise self.error(it, f"a hybrid loop iterates over one of {sorted(LOOP_KINDS)}, got "
-                                 f"{self.segment(it)}")
-        name, kind = node.target.id, LOOP_KINDS[it.func.id]
+        name, kind = node.target.id, LOOP_KINDS[keyword]
         if self.scopes.lookup(name) is not None:
             raise self.error(node.target, f"the loop variable {name} shadows a name already declared here; "
                                           f"pick another name")
-        if it.keywords:
-            raise self.error(it, f"{it.func.id}() takes positional arguments only")
+        if it.keywords and (kw is None or kw.adapt is None):
+            raise self.error(it, f"{spelled}() takes positional arguments only")
         args = [self.visit(a) for a in it.args]
+        if kw is not None and kw.adapt is not None:
+            args, _ = kw.adapt(self, it, args, {k.arg: self.visit(k.value) for k in it.keywords})
         if kind == "bind":
             if len(args) != 2:
                 raise self.error(it, "bind takes a thread tag and an extent: bind('threadIdx.x', n)")
@@ -75,7 +91,7 @@ class LoopMixin:
             body = self.block(node.body, {name: Symbol("loop", iv.var, node.target)})
             return AttrStmt(iv, "thread_extent", ext, body)
         if not 1 <= len(args) <= 2:
-            raise self.error(it, f"{it.func.id}() takes (extent) or (begin, end); a step is not supported")
+            raise self.error(it, f"{spelled}() takes (extent) or (begin, end); a step is not supported")
         lo, hi = (0, args[0]) if len(args) == 1 else args
         if kind == "const":
             return self.const_loop(name, lo, hi, node)
@@ -88,6 +104,31 @@ class LoopMixin:
         out: Stmt = For(var, begin, extent, kind, body)
         for v, value in reversed(lets):
             out = LetStmt(v, value, out)
+        return out
+
+    def grid_loop(self, node: ast.For, it: ast.Call) -> Any:
+        """``for i, j in T.grid(m, n)``: serial loops nested in order, one per name."""
+        names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        if not all(isinstance(n, ast.Name) for n in names) or len(names) != len(it.args) or it.keywords:
+            raise self.error(node, "T.grid(e1, e2, ...) takes one extent per loop variable: "
+                                   "for i, j in T.grid(m, n)")
+        loops: list[tuple[E.Var, E.PrimExpr, E.PrimExpr, list]] = []
+        symbols: dict[str, Symbol] = {}
+        for n, a in zip(names, it.args):
+            assert isinstance(n, ast.Name)
+            if self.scopes.lookup(n.id) is not None or n.id in symbols:
+                raise self.error(n, f"the loop variable {n.id} shadows a name already declared here; pick another")
+            begin, extent, lets = self.loop_extent(0, self.visit(a), a)
+            var = E.Var(n.id, extent.dtype)
+            loops.append((var, ops.cast(begin, var.dtype), extent, lets))
+            symbols[n.id] = Symbol("loop", var, n)
+        out: Stmt = self.block(node.body, symbols)
+        for var, begin, extent, lets in reversed(loops):
+            if isinstance(extent, E.IntImm) and extent.value <= 0:
+                return None
+            out = For(var, begin, extent, "serial", out)
+            for v, value in reversed(lets):
+                out = LetStmt(v, value, out)
         return out
 
     def const_loop(self, name: str, lo: Any, hi: Any, node: ast.For) -> Stmt:

@@ -15,6 +15,7 @@ the whole block (scoping makes them invisible outside it).
 from __future__ import annotations
 
 import ast
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -26,7 +27,7 @@ from ..ir.producer import ProducerLoad, ProducerRealize, ProducerStore
 from ..ir.stmt import AssertStmt, IfThenElse, LetStmt, Stmt, no_op, seq
 from ..te.operation import placeholder
 from ..te.tensor import Tensor
-from .calls import CALLS, LOOP_KINDS, NewTensor
+from .calls import CALLS, LANGUAGE_CALLS, LOOP_KINDS, NewTensor, cast_handler
 from .errors import HybridSyntaxError, Source
 from .expr import ExprMixin, describe, is_number
 from .loops import LoopMixin
@@ -87,6 +88,13 @@ def _constant(value: Any) -> Any:
         items = tuple(_constant(v) for v in value)
         return _NOT_CONSTANT if any(v is _NOT_CONSTANT for v in items) else items
     return _NOT_CONSTANT
+
+
+def _is_dtype_constant(obj: Any) -> bool:
+    """A callable dtype of loom.language (``T.float32``): calling it casts."""
+    from ..language.dtypes import dtype_constant  # lazy: loom.language imports the hybrid package
+
+    return isinstance(obj, dtype_constant)
 
 
 def usage(fdef: ast.FunctionDef) -> tuple[set[str], set[str]]:
@@ -218,6 +226,65 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
                                    f"use numbers, strings, loom expressions, tuples and lists of them, and hybrid "
                                    f"functions from there (pass tensors as arguments)")
         return found
+
+    def closure_attribute(self, node: ast.Attribute) -> Any:
+        """The value of ``mod.attr...`` when its root is a module of the enclosing scope (``T.float32``),
+        else ``_NOT_CONSTANT``."""
+        chain: list[str] = []
+        base: ast.AST = node
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name) or self.scopes.lookup(base.id) is not None or base.id in self.scopes.retired:
+            return _NOT_CONSTANT
+        obj = self.closure.get(base.id, _NOT_CONSTANT)
+        if not isinstance(obj, types.ModuleType):
+            return _NOT_CONSTANT
+        for attr in reversed(chain):
+            obj = getattr(obj, attr, _NOT_CONSTANT)
+            if obj is _NOT_CONSTANT:
+                raise self.error(node, f"module {base.id} has no attribute {attr!r}")
+        return obj
+
+    def resolve_keyword(self, func: ast.AST) -> Any:
+        """The loom.language keyword (or dtype constant) a callee names, however it is reached; else None."""
+        if isinstance(func, ast.Name):
+            if self.scopes.lookup(func.id) is not None or func.id in self.scopes.retired:
+                return None
+            obj = self.closure.get(func.id)
+        elif isinstance(func, ast.Attribute):
+            obj = self.closure_attribute(func)
+        else:
+            return None
+        return obj if getattr(obj, "__loom_keyword__", False) or _is_dtype_constant(obj) else None
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        found = self.closure_attribute(node)
+        if found is _NOT_CONSTANT:
+            return super().visit_Attribute(node)
+        if getattr(found, "__loom_keyword__", False):
+            raise self.error(node, f"keyword {self.segment(node)} must be called ({self.segment(node)}(...))")
+        if hasattr(found, "__loom_hybrid__"):
+            return found
+        value = _constant(found)
+        if value is _NOT_CONSTANT:
+            raise self.error(node, f"{self.segment(node)} is {describe(found)}; hybrid script can use numbers, "
+                                   f"strings, loom expressions and tuples of them from modules")
+        return value
+
+    def keyword_call(self, kw: Any, node: ast.Call) -> Any:
+        """A call of a loom.language keyword: its hybrid keyword's handler, on adapted arguments."""
+        if getattr(kw, "loop", False):
+            raise self.error(node, f"{self.segment(node.func)}() makes a loop: use it as "
+                                   f"`for i in {self.segment(node.func)}(...)`")
+        args = [self.visit(a) for a in node.args]
+        kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
+        if _is_dtype_constant(kw):
+            return cast_handler(str(kw))(self, node, args, kwargs)
+        if kw.adapt is not None:
+            args, kwargs = kw.adapt(self, node, args, kwargs)
+        handler = CALLS.get(kw.hybrid) or LANGUAGE_CALLS[kw.hybrid]
+        return handler(self, node, args, kwargs)
 
     def declare_tensor(self, name: str, t: Tensor, role: str, scope: str, node: ast.AST) -> None:
         self.scopes.declare(name, Symbol("buffer", t, node))
@@ -389,6 +456,9 @@ class HybridParser(ExprMixin, LoopMixin, ast.NodeVisitor):
     # -- calls --------------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> Any:
         func = node.func
+        kw = self.resolve_keyword(func)
+        if kw is not None:
+            return self.keyword_call(kw, node)
         if not isinstance(func, ast.Name):
             raise self.error(func, f"only hybrid keywords and hybrid functions can be called; "
                                    f"{self.segment(func)} is neither")

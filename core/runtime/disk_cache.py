@@ -242,6 +242,14 @@ class DiskCache:
         """The path of the entry of ``key_parts`` (see :meth:`fetch`, which also returns its checked bytes)."""
         return self.fetch(key_parts, build)[1]
 
+    def discard(self, key_parts: Iterable[str | bytes]) -> None:
+        """Delete the entry of ``key_parts`` (under its lock), e.g. one whose content cannot be used."""
+        key = cache_key(key_parts)
+        if not self._ready(create=False):
+            return
+        with self._locked(key):
+            self._discard(key)
+
     def entries(self) -> list[CacheEntry]:
         """The entries of this namespace (valid or not), with their sizes and last use."""
         from .cache_admin import namespace_entries
