@@ -42,7 +42,9 @@ class HybridSyntaxError(LoomError):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        where = f" (in hybrid function {self.function})" if self.function else ""
+        # ``function`` is a hybrid function's name, or says itself what it is ("loom.jit kernel add").
+        kind = "" if " " in self.function else "hybrid function "
+        where = f" (in {kind}{self.function})" if self.function else ""
         if not self.lineno:
             return f"{self.reason}{where}"
         head = f"{self.filename}:{self.lineno}:{self.col}: {self.reason}{where}"

@@ -17,6 +17,7 @@ array([1., 3., 5., 7.], dtype=float32)
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import operator
 import threading
@@ -24,7 +25,7 @@ import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..errors import LoomTypeError
-from ..hybrid.errors import Source
+from ..hybrid.errors import HybridSyntaxError, Source
 from ..language import FuncAnnot
 from ..target import Target
 from ..target.devices import device_type_name
@@ -45,6 +46,17 @@ def _default_target_text() -> str:
 
         _DEFAULT_TARGET.append(str(_default_host()))
     return _DEFAULT_TARGET[0]
+
+
+def _closure_values(func: Any) -> dict[str, Any]:
+    """The enclosing function's variables ``func`` reads, by name (cells not yet assigned are left out)."""
+    out = {}
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            continue
+    return out
 
 
 class CompiledKernel:
@@ -81,7 +93,8 @@ class JITKernel:
         self.pass_configs = dict(pass_configs or {})
         self.disk_cache = disk_cache
         try:
-            annotations = inspect.get_annotations(func, eval_str=True)
+            # String annotations (``from __future__ import annotations``) may name the enclosing function's locals.
+            annotations = inspect.get_annotations(func, locals=_closure_values(func), eval_str=True)
         except Exception as err:  # noqa: BLE001 - a string annotation that does not evaluate
             raise LoomTypeError(f"loom.jit kernel {self.kernel_name}: cannot evaluate its annotations ({err})") \
                 from None
@@ -156,9 +169,9 @@ class JITKernel:
         return entry
 
     def _compile(self, key: tuple, values: tuple) -> CompiledKernel:
-        from .compiler import build_kernel, kernel_prim_func
+        from .compiler import build_kernel, check_arguments, kernel_prim_func
 
-        self.annot.check_values(values, f"loom.jit kernel {self.kernel_name}")
+        check_arguments(self.annot, values, f"loom.jit kernel {self.kernel_name}")
         target = Target(key[2])
         start = time.perf_counter()
         compiled: list[bool] = []
@@ -170,7 +183,7 @@ class JITKernel:
 
         parts = self._disk_key(key, target) if self.disk_cache else None
         module, from_disk = fetch_module(parts, build, {"kernel": f"{self.__module__}.{self.__qualname__}",
-                                                        "key": str(self._explain(values, key, True))})
+                                                        "key": self._explain(values, key, True).components})
         with self._lock:
             self._compiles += bool(compiled)
             self._disk_loads += from_disk
@@ -181,10 +194,10 @@ class JITKernel:
     def _disk_key(self, key: tuple, target: Target) -> Optional[list[str]]:
         import loom
 
-        if not K.disk_safe(key[3]) or not K.disk_safe(tuple(self.pass_configs.items())):
+        if not K.disk_safe(key[3]) or not K.disk_safe(K.plain_config(self.pass_configs)):
             return None  # user passes are known by identity only: memory cache only
         return ["loom-jit", str(JIT_FORMAT), loom.__version__, backend_identity(target),
-                f"{self.__module__}.{self.__qualname__}", "".join(self.source.lines),
+                f"{self.__module__}.{self.__qualname__}", "".join(self.source.lines), repr(self.annot),
                 repr(sorted((k, repr(v)) for k, v in self.pass_configs.items())),
                 repr(key[0]), repr([K.disk_capture(p) for p in key[1]]), key[2], repr(key[3])]
 
@@ -192,7 +205,12 @@ class JITKernel:
     @property
     def source(self) -> Source:
         if self._source is None:
-            self._source = Source.of(self.func)
+            try:
+                found = Source.of(self.func)
+            except HybridSyntaxError as err:
+                raise HybridSyntaxError(str(err).replace("hybrid function", "loom.jit kernel", 1)
+                                        .replace("hybrid functions", "kernels", 1)) from None
+            self._source = dataclasses.replace(found, function=f"loom.jit kernel {self.kernel_name}")
         return self._source
 
     @property
@@ -206,7 +224,10 @@ class JITKernel:
         values = self._values(args, kwargs)
         key = self._key(values)
         entry = self._cache.get(key)
-        return entry if entry is not None else self._miss(key, values)
+        if entry is None:
+            return self._miss(key, values)
+        self._hits += 1  # counted as a call's lookup is: misses are counted either way
+        return entry
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         """Compile for these arguments now (or find the cached build); the runtime Module.
@@ -243,10 +264,10 @@ class JITKernel:
             "args": {n: self.annot.describe(n, v, p) for n, v, p in zip(self._names, values, key[0])},
             "captured": self._captures.described(key[1]),
             "target": {"target": f"{key[2]} (device: {device_type_name(Target(key[2]).device_type)})"},
-            "config": {k: repr(v) for k, v in (key[3][3] if key[3] else ())},
+            "config": K.describe_config(key[3]),
         }
         fixed = {"source": f"{self.source.filename}:{self.source.first_line}",
-                 "build options": repr(self.pass_configs) if self.pass_configs else "(none)"}
+                 "pass_configs": repr(self.pass_configs) if self.pass_configs else "(none)"}
         if for_disk:
             return K.KeyExplanation(self.kernel_name, comps, False, None, fixed)
         cached = list(self._cache)
@@ -258,11 +279,12 @@ class JITKernel:
 
             def words(comp: str, k: int, part: Any) -> str:
                 if comp == "args":
-                    return self.annot.describe(self._names[k], None, part) if self.annot.annots[self._names[k]] \
-                        is not None else repr(part)
+                    name = self._names[k]
+                    return self.annot.describe(name, None, part) if self.annot.annots[name] is not None \
+                        else K.describe_inferred(name, part)
                 if comp == "captured":
                     return K._show_capture(part)
-                return repr(part) if part != () else "defaults"
+                return repr(part)
 
             diffs = K.differences(labels, key, nearest, words)
         return K.KeyExplanation(self.kernel_name, comps, hit, diffs, fixed)

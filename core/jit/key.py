@@ -22,10 +22,10 @@ import types
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from ..errors import LoomTypeError
-from ..language.annot import static_key
+from ..language.annot import DTypeAnnot, TensorAnnot, Value, static_key
 from ..transform.pass_base import PassContext
 
-__all__ = ["Captures", "context_key", "KeyExplanation", "COMPONENTS"]
+__all__ = ["Captures", "context_key", "KeyExplanation", "COMPONENTS", "describe_config", "describe_inferred"]
 
 #: The key's components, in order.
 COMPONENTS = ("args", "captured", "target", "config")
@@ -81,6 +81,8 @@ class Captures:
         return tuple(self._part(g()) for g in self._getters)
 
     def _part(self, value: Any) -> Any:
+        if type(value) is types.ModuleType:  # the common capture (T, np): first
+            return ("module", value.__name__)
         if hasattr(value, "__loom_hybrid__") and hasattr(value, "func"):
             if self._depth >= _MAX_DEPTH:
                 return ("hybrid", value)
@@ -131,11 +133,12 @@ def disk_capture(part: Any) -> str:
     return repr(part)
 
 
-def _plain_config(value: Any) -> Any:
+def plain_config(value: Any) -> Any:
+    """Build options as nested tuples of plain values; anything else (a user pass) as ``("object", it)``."""
     if isinstance(value, (list, tuple)):
-        return tuple(_plain_config(v) for v in value)
+        return tuple(plain_config(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((str(k), _plain_config(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), plain_config(v)) for k, v in value.items()))
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return ("object", value)  # a user pass: by identity (the disk cache is skipped, see disk_safe)
@@ -147,7 +150,35 @@ def context_key() -> tuple:
     if not ctx.config and ctx.opt_level == 2 and not ctx.required_pass and not ctx.disabled_pass:
         return ()
     return (ctx.opt_level, tuple(sorted(ctx.required_pass)), tuple(sorted(ctx.disabled_pass)),
-            tuple(sorted((k, _plain_config(v)) for k, v in ctx.config.items())))
+            tuple(sorted((k, plain_config(v)) for k, v in ctx.config.items())))
+
+
+def describe_config(part: tuple) -> dict[str, str]:
+    """The config part of a key in words: each build option that differs from the defaults, by name."""
+    if not part:
+        return {}
+    opt_level, required, disabled, config = part
+    out = {"opt_level": repr(opt_level)} if opt_level != 2 else {}
+    if required:
+        out["required_pass"] = repr(list(required))
+    if disabled:
+        out["disabled_pass"] = repr(list(disabled))
+    out.update((name, repr(value)) for name, value in config)
+    return out
+
+
+def describe_inferred(name: str, part: Any) -> str:
+    """The key part of an unannotated parameter in words (what its argument was read as)."""
+    kind = part[0]
+    if kind == "tensor":
+        shown = TensorAnnot(name=name).describe_key((part[1], part[2]))
+    elif kind == "dtype":
+        shown = DTypeAnnot(name).describe_key(part[1])
+    elif kind == "var":
+        shown = f"runtime {part[1]} scalar (not in the key)"
+    else:
+        shown = Value("static", name).describe_key(part[1])
+    return f"{shown} (inferred: no annotation)"
 
 
 def disk_safe(part: Any) -> bool:
@@ -202,8 +233,13 @@ def differences(names: Mapping[str, Iterable[str]], key: tuple, other: tuple,
         labels = list(names.get(comp, ()))
         if mine == theirs:
             continue
-        if comp in ("target", "config"):
-            out.append(f"{comp}: {words(comp, 0, mine)} here, {words(comp, 0, theirs)} cached")
+        if comp == "target":
+            out.append(f"target: {words(comp, 0, mine)} here, {words(comp, 0, theirs)} cached")
+            continue
+        if comp == "config":  # one line per build option that differs
+            here, there = describe_config(mine), describe_config(theirs)
+            out += [f"config {option}: {here.get(option, 'default')} here, {there.get(option, 'default')} cached"
+                    for option in dict.fromkeys([*here, *there]) if here.get(option) != there.get(option)]
             continue
         for k, (a, b) in enumerate(zip(mine, theirs)):
             if a != b:
@@ -215,8 +251,9 @@ def differences(names: Mapping[str, Iterable[str]], key: tuple, other: tuple,
 def distance(key: tuple, other: tuple) -> int:
     """How many entries of two keys differ (the nearest cached entry has the fewest)."""
     args, captured, target, config = key
+    here, there = describe_config(config), describe_config(other[3])
     return (sum(a != b for a, b in zip(args, other[0])) + sum(a != b for a, b in zip(captured, other[1]))
-            + (target != other[2]) + (config != other[3]))
+            + (target != other[2]) + sum(here.get(o) != there.get(o) for o in {*here, *there}))
 
 
 class CacheInfo(NamedTuple):

@@ -97,7 +97,8 @@ class ArgVarTable:
                     raise LoomTypeError(f"{where}: {entry!r} names the static parameter {entry}, whose value "
                                         f"{value!r} is not an int")
                 return value
-            return self.get_or_create_var(entry, default_dtype)
+            found = self.var_tab.get(entry)  # a bare name takes the dtype its T.dyn[dtype, name] declared
+            return found if found is not None else self.get_or_create_var(entry, default_dtype)
         if isinstance(entry, DynAnnot):
             if entry.name is None:
                 raise LoomValueError(f"{where}: a T.dyn in a shape needs a name (T.dyn['N'])")
@@ -227,9 +228,14 @@ class Value(Annot):
         return vt.get_or_create_var(self.name or name, self.dtype or "int32")
 
     def check_value(self, value: Any, where: str, vt: ArgVarTable) -> None:
-        if self.kind == "dynamic" and (is_array(value) or not isinstance(value, (int, float, bool, np.generic))):
-            raise LoomTypeError(f"{where} is a runtime scalar (T.dyn[{self.dtype or 'int32'}]); got "
-                                f"{type(value).__name__}")
+        if self.kind != "dynamic":
+            return
+        dtype = self.dtype or DataType.of("int32")
+        if is_array(value) or not isinstance(value, (int, float, bool, np.generic)):
+            raise LoomTypeError(f"{where} is a runtime scalar (T.dyn[{dtype}]); got {type(value).__name__}")
+        if dtype.is_integer and not isinstance(value, (int, np.integer)):
+            raise LoomTypeError(f"{where} is a runtime {dtype} scalar (T.dyn[{dtype}]); got {type(value).__name__} "
+                                f"{value!r}")
 
     def describe_key(self, part: Any) -> str:
         if self.kind == "dynamic":
@@ -238,8 +244,10 @@ class Value(Annot):
 
     def __repr__(self) -> str:
         if self.kind == "static":
-            return f"Value(static, {self.name}={self.value!r})"
-        return f"Value(dynamic, {self.name}: {self.dtype})"
+            shown = f"{self.name}: {self.python_type.__name__}" if self.python_type is not None and \
+                self.value is None else f"{self.name}={self.value!r}" if self.name else repr(self.value)
+            return f"Value(static, {shown})"
+        return f"Value(dynamic, {self.name}: {self.dtype or 'int32'})"
 
 
 def _show_static(part: Any) -> str:

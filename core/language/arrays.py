@@ -28,6 +28,8 @@ def is_array(value: Any) -> bool:
     """Whether ``value`` is an array a kernel can take (numpy, loom.nd, DLPack or array-interface objects)."""
     if type(value) is np.ndarray:
         return True
+    if isinstance(value, np.generic):  # numpy scalars have shapes and array interfaces, but are scalars
+        return False
     return hasattr(value, "shape") and hasattr(value, "dtype") and (
         hasattr(value, "__dlpack__") or hasattr(value, "__array_interface__") or isinstance(value, np.ndarray))
 

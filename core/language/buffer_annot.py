@@ -13,7 +13,7 @@ value of a static parameter of that name.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -283,15 +283,21 @@ def _show_shape(shape: Any) -> str:
 class TIRAnnot(Annot):
     """A Buffer or Var given as the annotation itself: the kernel argument is exactly that object.
 
+    A buffer made by ``T.Buffer(...)`` without a name takes its parameter's name,
+    as in TVMScript (``rename`` rebuilds it under that name).
+
     >>> import loom, loom.language as T
     >>> T.Buffer((128,), T.float32).data.shape[0]
     128
+    >>> T.Buffer((128,), T.float32).with_name("A").data.name
+    'A'
     """
 
-    def __init__(self, data: IRBuffer | E.Var, name: Optional[str] = None) -> None:
+    def __init__(self, data: IRBuffer | E.Var, name: Optional[str] = None,
+                 rename: Optional[Callable[[str], IRBuffer]] = None) -> None:
         if not isinstance(data, (IRBuffer, E.Var)):
             raise LoomTypeError(f"TIRAnnot holds a loom Buffer or Var, got {type(data).__name__}")
-        self.data, self.name = data, name
+        self.data, self.name, self._rename = data, name, rename
 
     def is_kernel_arg(self) -> bool:
         return True
@@ -303,6 +309,8 @@ class TIRAnnot(Annot):
         return self.data
 
     def with_name(self, name: str) -> TIRAnnot:
+        if self._rename is not None:  # an unnamed T.Buffer(...): one fresh buffer per parameter, named after it
+            return TIRAnnot(self._rename(name), name)
         return TIRAnnot(self.data, name)
 
     @property
@@ -345,11 +353,15 @@ class Buffer:
 
     def __new__(cls, shape: Any, dtype: Any = "float32", data: Any = None, strides: Any = None,  # type: ignore[misc]
                 elem_offset: Any = None, scope: Any = None, align: int = 0, offset_factor: int = 0,
-                buffer_type: str = "", axis_separators: Any = None, name: str = "buffer") -> TIRAnnot:
-        buf = decl_buffer(_shape_tuple(shape, "T.Buffer"), normalize_dtype(dtype, "T.Buffer"), name, data=data,
-                          strides=strides, elem_offset=elem_offset, scope=scope or "",
-                          data_alignment=align or -1, offset_factor=offset_factor, buffer_type=buffer_type)
-        return TIRAnnot(buf)
+                buffer_type: str = "", axis_separators: Any = None, name: Optional[str] = None) -> TIRAnnot:
+        shape, dtype = _shape_tuple(shape, "T.Buffer"), normalize_dtype(dtype, "T.Buffer")
+
+        def make(buffer_name: str) -> IRBuffer:
+            return decl_buffer(shape, dtype, buffer_name, data=data, strides=strides, elem_offset=elem_offset,
+                               scope=scope or "", data_alignment=align or -1, offset_factor=offset_factor,
+                               buffer_type=buffer_type)
+
+        return TIRAnnot(make(name or "buffer"), rename=make if name is None and data is None else None)
 
     def __class_getitem__(cls, params: Any) -> BufferAnnot:
         return TensorAnnot()[params]

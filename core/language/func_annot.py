@@ -30,7 +30,6 @@ import numpy as np
 from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir.buffer import Buffer as IRBuffer
-from ..ir.dtype import DataType
 from .annot import Annot, ArgVarTable, DTypeAnnot, DynAnnot, Value, _is_dtype_like, static_key
 from .arrays import array_facts, is_array
 from .buffer_annot import Buffer, BufferAnnot, TensorAnnot, TIRAnnot
@@ -167,7 +166,10 @@ class FuncAnnot:
         for (n, a), v in zip(annots.items(), values):
             if not a.is_kernel_arg():
                 vt.static[n] = a.create_prim_func_arg(n, v, vt)
-        out = {n: vt.static[n] if n in vt.static else a.create_prim_func_arg(n, v, vt)
+        # T.dyn scalars before tensors: a size named "N" takes the dtype of a T.dyn[int64, "N"] parameter.
+        made = {n: a.create_prim_func_arg(n, v, vt) for (n, a), v in zip(annots.items(), values)
+                if isinstance(a, Value) and n not in vt.static}
+        out = {n: vt.static[n] if n in vt.static else made[n] if n in made else a.create_prim_func_arg(n, v, vt)
                for (n, a), v in zip(annots.items(), values)}
         return vt, out
 
@@ -214,7 +216,3 @@ class FuncAnnot:
         shown = ", ".join(f"{n}: {a!r}" if a is not None else n for n, a in self.annots.items())
         return f"FuncAnnot({shown})"
 
-
-def is_dtype_value(value: Any) -> bool:
-    """Whether an argument is a dtype (a DataType, numpy or torch dtype)."""
-    return isinstance(value, DataType) or (not isinstance(value, str) and _is_dtype_like(value))

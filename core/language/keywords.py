@@ -58,11 +58,10 @@ class Keyword:
         return self.name  # pickled by reference to this module's attribute
 
 
-def _with_scope(scope: str) -> Adapter:
+def _with_scope(name: str, scope: str) -> Adapter:
     def adapt(p: Any, node: Any, args: list, kwargs: dict) -> tuple[list, dict]:
         if len(args) > 2 or "scope" in kwargs:
-            raise p.error(node, f"T.alloc_{scope if scope != 'local' else 'local'} takes (shape, dtype); its "
-                                f"scope is {scope}")
+            raise p.error(node, f"T.{name} takes (shape, dtype); its scope is {scope}")
         return list(args), {**kwargs, "scope": scope}
 
     return adapt
@@ -77,6 +76,8 @@ def _thread_binding_args(p: Any, node: Any, args: list, kwargs: dict) -> tuple[l
         tag, args = args[-1], args[:-1]
     if tag is None:
         raise p.error(node, f"T.thread_binding needs thread=, one of {list(THREAD_TAGS)}")
+    if not isinstance(tag, str) or tag not in THREAD_TAGS:
+        raise p.error(node, f"T.thread_binding(thread=...) is one of {list(THREAD_TAGS)}, got {tag!r}")
     if len(args) == 2:
         begin, extent = args
         if not (isinstance(begin, int) and begin == 0):
@@ -122,9 +123,9 @@ vectorized = Keyword("vectorized", "vectorize", _emulated_range, loop=True)
 unroll = Keyword("unroll", "unroll", _emulated_range, loop=True)
 thread_binding = Keyword("thread_binding", "bind", _emulated_binding, loop=True, adapt=_thread_binding_args)
 grid = Keyword("grid", "grid", _emulated_grid, loop=True)
-alloc_shared = Keyword("alloc_shared", "allocate", _alloc("shared"), adapt=_with_scope("shared"))
-alloc_local = Keyword("alloc_local", "allocate", _alloc("local"), adapt=_with_scope("local"))
-alloc_fragment = Keyword("alloc_fragment", "allocate", _alloc("local"), adapt=_with_scope("local"))
+alloc_shared = Keyword("alloc_shared", "allocate", _alloc("shared"), adapt=_with_scope("alloc_shared", "shared"))
+alloc_local = Keyword("alloc_local", "allocate", _alloc("local"), adapt=_with_scope("alloc_local", "local"))
+alloc_fragment = Keyword("alloc_fragment", "allocate", _alloc("local"), adapt=_with_scope("alloc_fragment", "local"))
 exp = Keyword("exp", "exp", np.exp)
 log = Keyword("log", "log", np.log)
 sqrt = Keyword("sqrt", "sqrt", np.sqrt)

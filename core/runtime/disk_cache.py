@@ -413,7 +413,7 @@ class DiskCache:
         import filelock  # imported on use: a cache hit takes no lock
 
         timeout = self.lock_timeout if timeout is None else timeout
-        lock = filelock.FileLock(os.path.join(self.folder, key + _LOCK), timeout=timeout)
+        lock = filelock.FileLock(os.path.join(self.folder, key + _LOCK), timeout=timeout, mode=0o600)  # private
         try:
             lock.acquire()
         except filelock.Timeout:

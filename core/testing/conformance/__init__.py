@@ -38,7 +38,10 @@ with numpy or with the reference interpreter (:func:`loom.testing.evaluate`):
   integer dtype and in scalar, vector, parallel and bound loops (in a child
   process: a trap is a failure); a guarded division does not fail;
 * ``test_function_names``: functions named like C library functions, OpenMP
-  entry points, keywords or with non-ASCII names build, run, export and load.
+  entry points, keywords or with non-ASCII names build, run, export and load;
+* ``test_jit``: ``@loom.jit`` kernels (an elementwise one, a reduction sized by
+  a static ``BLOCK`` parameter, a ``T.dyn`` size shared with the shapes, int32
+  and int64) compiled for the kind and for the interpreter give the same results.
 
 A device kind (device type other than the CPU) builds split programs with a
 host (``--loom-host``), takes arrays on its device, and gets every loop bound
