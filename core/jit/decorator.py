@@ -105,6 +105,9 @@ class JITKernel:
         self._names = self.annot.arg_names
         self._parsers = self.annot.parsers
         self._defaults = self.annot.defaults
+        empty = [k for k, d in enumerate(self._defaults) if d is inspect.Parameter.empty]
+        self._first_default = empty[-1] + 1 if empty else 0  # positional calls of at least this many fill defaults
+        self._plans: dict[tuple, tuple] = {}
         self._captures = K.Captures(func)
         self._source: Optional[Source] = None
         self._fdef: Any = None
@@ -119,13 +122,26 @@ class JITKernel:
     # -- the key ------------------------------------------------------------------------------------
     def _values(self, args: tuple, kwargs: dict) -> tuple:
         """The arguments in parameter order with defaults filled in (defaults are part of the key)."""
-        n = len(self._names)
         if not kwargs:
-            if len(args) == n:
+            if len(args) == len(self._names):
                 return args
-            if len(args) < n and all(d is not inspect.Parameter.empty for d in self._defaults[len(args):]):
+            if self._first_default <= len(args) < len(self._names):
                 return args + self._defaults[len(args):]
-        return self.annot.bind(args, kwargs, self.kernel_name)
+            return self.annot.bind(args, kwargs, self.kernel_name)  # raises the TypeError of a bad call
+        plan = self._plans.get((len(args), tuple(kwargs)))
+        if plan is None:
+            plan = self._plan(len(args), tuple(kwargs))
+        return tuple([args[x] if src == 0 else kwargs[x] if src == 1 else x for src, x in plan])
+
+    def _plan(self, nargs: int, names: tuple) -> tuple:
+        """Where each parameter's value comes from in calls with ``nargs`` positional arguments and keywords
+        ``names`` (checked once by ``inspect``; binding every call through it would cost microseconds)."""
+        self.annot.bind(tuple(range(nargs)), dict.fromkeys(names), self.kernel_name)  # a bad call raises here
+        plan = []
+        for k, (pname, default) in enumerate(zip(self._names, self._defaults)):
+            plan.append((1, pname) if pname in names else (0, k) if k < nargs else (2, default))
+        self._plans[(nargs, names)] = found = tuple(plan)
+        return found
 
     def _target_text(self) -> str:
         """The text of the target this call compiles for (printing a Target is slow: remembered per object)."""

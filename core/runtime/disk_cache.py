@@ -225,7 +225,7 @@ class DiskCache:
         if found is None:
             cap = cache_max_size()  # read first: a malformed value fails before the build
             with self._locked(key):
-                found = self._read(key)  # a concurrent builder may have finished while we waited
+                found = self._read(key, warn=False)  # a concurrent builder may have finished meanwhile
                 if found is None:
                     self._discard(key)
                     data = self._build(key, build)
@@ -298,7 +298,7 @@ class DiskCache:
                                  f"code that this process would run; make it private (chmod 700) or {_ADVICE}")
         return True
 
-    def _read(self, key: str) -> bytes | None:
+    def _read(self, key: str, warn: bool = True) -> bytes | None:
         """The artifact's bytes when the entry exists and matches its record, else None (damage is logged)."""
         try:
             raw = self._read_file(self._meta_path(key), _MAX_META)
@@ -318,7 +318,8 @@ class DiskCache:
                 raise _Damaged("its artifact does not match the size and sha256 of its record")
             return data
         except _Damaged as why:
-            log.warning("cache entry %s in %r is damaged (%s): rebuilding it", key, self.folder, why)
+            (log.warning if warn else log.debug)("cache entry %s in %r is damaged (%s): rebuilding it", key,
+                                                 self.folder, why)
             return None
 
     @staticmethod
