@@ -16,22 +16,10 @@ from loom.ir import expr as E
 from loom.ir.buffer import Buffer as IRBuffer
 from loom.ir.dtype import DataType
 from loom.language.annot import static_key
-from loom.testing.conformance.harness import buildable_cpu_kinds
+
+from jit_helpers import jitted
 
 
-@pytest.fixture(params=buildable_cpu_kinds())
-def target(request):
-    return request.param
-
-
-_KERNELS: dict = {}
-
-
-def jitted(fn, target):
-    """``loom.jit(fn, target=target)``, made once per target (kernels compile once per key)."""
-    if (fn, target) not in _KERNELS:
-        _KERNELS[fn, target] = loom.jit(fn, target=target, disk_cache=False)
-    return _KERNELS[fn, target]
 
 
 def dims(buf):

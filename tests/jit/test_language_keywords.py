@@ -18,22 +18,10 @@ import loom.language as T
 from loom.errors import LoomError, LoomTypeError
 from loom.language import alloc_local, exp, grid, serial, thread_binding
 from loom.language import max as tmax
-from loom.testing.conformance.harness import buildable_cpu_kinds
+
+from jit_helpers import jitted
 
 
-@pytest.fixture(params=buildable_cpu_kinds())
-def target(request):
-    return request.param
-
-
-_KERNELS: dict = {}
-
-
-def jitted(fn, target):
-    """``loom.jit(fn, target=target)``, made once per target (kernels compile once per key)."""
-    if (fn, target) not in _KERNELS:
-        _KERNELS[fn, target] = loom.jit(fn, target=target, disk_cache=False)
-    return _KERNELS[fn, target]
 
 
 # ------------------------------------------------------------------------------------------ loops
