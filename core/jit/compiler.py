@@ -13,53 +13,23 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
-from ..errors import LoomValueError
 from ..hybrid.errors import HybridSyntaxError, Source, debug_tracebacks
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.function import PrimFunc
 from ..ir.recursion import deep_recursion
-from ..language import FuncAnnot, TensorAnnot, TIRAnnot
+from ..language import FuncAnnot
 from ..target import Target
 from ..te.operation import placeholder
 from .parser import parse_kernel
 
-__all__ = ["kernel_prim_func", "build_kernel", "closure_names", "check_arguments"]
+__all__ = ["kernel_prim_func", "build_kernel", "closure_names"]
 
 
 def closure_names(func: Any) -> dict[str, Any]:
     """The names a function reads from its enclosing scopes, with their values now."""
     closure = inspect.getclosurevars(func)
     return {**closure.builtins, **closure.globals, **closure.nonlocals}
-
-
-def _strides_if_not_compact(value: Any) -> Any:
-    """A numpy or loom.nd array's strides in elements when it is not row-major contiguous, else None."""
-    from ..runtime.ndarray import NDArray
-
-    if isinstance(value, np.ndarray):
-        return None if value.flags.c_contiguous else tuple(s // value.itemsize for s in value.strides)
-    if isinstance(value, NDArray):
-        return None if value.is_compact else value.strides
-    return None  # a DLPack producer: the compiled kernel checks it at the call
-
-
-def check_arguments(fa: FuncAnnot, values: Sequence[Any], kernel: str) -> None:
-    """Refuse, before compiling, arguments that contradict the annotations (the compiled kernel would refuse
-    every call with them, so compiling would only fill the cache): wrong rank, size, dtype, a strided array for
-    a compact ``T.Tensor``, a ``T.dyn`` value that disagrees with the sizes."""
-    fa.check_values(values, kernel)
-    for name, value in zip(fa.arg_names, values):
-        annot = fa.annot_of(name, value)
-        compact = (type(annot) is TensorAnnot and annot.strides is None) or \
-            (isinstance(annot, TIRAnnot) and isinstance(annot.data, Buffer) and not annot.data.strides)
-        strides = _strides_if_not_compact(value) if compact else None
-        if strides is not None:
-            raise LoomValueError(f"{kernel}: parameter {name} is a compact tensor (row-major, as T.Tensor "
-                                 f"declares) but the array has strides {strides} (elements); pass "
-                                 f"numpy.ascontiguousarray(...) or annotate it T.StridedTensor[...]")
 
 
 def kernel_prim_func(func: Any, src: Source, fdef: Any, fa: FuncAnnot, values: Sequence[Any], name: str) -> PrimFunc:

@@ -185,9 +185,9 @@ class JITKernel:
         return entry
 
     def _compile(self, key: tuple, values: tuple) -> CompiledKernel:
-        from .compiler import build_kernel, check_arguments, kernel_prim_func
+        from .compiler import build_kernel, kernel_prim_func
 
-        check_arguments(self.annot, values, f"loom.jit kernel {self.kernel_name}")
+        self.annot.check_values(values, f"loom.jit kernel {self.kernel_name}")
         target = Target(key[2])
         start = time.perf_counter()
         compiled: list[bool] = []

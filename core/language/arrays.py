@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import LoomTypeError
 from .dtypes import normalize_dtype
 
-__all__ = ["is_array", "array_facts"]
+__all__ = ["is_array", "array_facts", "noncompact_strides"]
 
 _DTYPE_NAMES: dict[Any, str] = {}  # dtype object (numpy, torch...) -> its Loom spelling
 
@@ -49,3 +49,17 @@ def array_facts(value: Any, where: str) -> tuple[str, tuple[int, ...]]:
         raise LoomTypeError(f"{where} is a tensor; got {type(value).__name__} (pass a numpy array, a loom.nd "
                             f"array or any array with __dlpack__)")
     return _dtype_name(value.dtype), tuple(int(s) for s in value.shape)
+
+
+def noncompact_strides(value: Any) -> tuple[int, ...] | None:
+    """A numpy or loom.nd array's strides in elements when it is not row-major contiguous, else None.
+
+    A DLPack producer gives None: the compiled kernel checks its layout at the call.
+    """
+    from ..runtime.ndarray import NDArray  # lazy: the runtime imports much of loom
+
+    if isinstance(value, np.ndarray):
+        return None if value.flags.c_contiguous else tuple(s // value.itemsize for s in value.strides)
+    if isinstance(value, NDArray):
+        return None if value.is_compact else tuple(value.strides)
+    return None

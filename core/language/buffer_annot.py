@@ -23,7 +23,7 @@ from ..ir.buffer import Buffer as IRBuffer
 from ..ir.buffer import decl_buffer
 from ..ir.dtype import DataType
 from .annot import Annot, ArgVarTable, DynAnnot, KeyParser, _is_dtype_like, _is_dtype_text, _no_key
-from .arrays import array_facts, is_array
+from .arrays import array_facts, is_array, noncompact_strides
 from .dtypes import normalize_dtype
 
 __all__ = ["BufferAnnot", "TensorAnnot", "StridedTensorAnnot", "FragmentBufferAnnot", "SharedBufferAnnot",
@@ -152,6 +152,12 @@ class BufferAnnot(Annot):
                 self.match_shape(self.shape, shape, vt)
             except LoomValueError as err:
                 raise LoomValueError(f"{where} ({_show_shape(self.shape)}): {err}") from None
+        strides = noncompact_strides(value) if self.strides is None and not isinstance(self, StridedTensorAnnot) \
+            else None
+        if strides is not None:
+            raise LoomValueError(f"{where} is a compact tensor (row-major, as {self._spelling} declares) but the "
+                                 f"array has strides {strides} (elements); pass numpy.ascontiguousarray(...) or "
+                                 f"annotate it T.StridedTensor[...]")
 
     # -- prim func ---------------------------------------------------------------------------------
     def create_prim_func_arg(self, name: str, value: Any, vt: ArgVarTable) -> IRBuffer:
@@ -215,9 +221,8 @@ class StridedTensorAnnot(BufferAnnot):
     def __call__(self, shape: Any, strides: Any = None, dtype: Any = "float32", data: Any = None,  # type: ignore[override]
                  elem_offset: Any = None, scope: Any = None, align: int = 0, offset_factor: int = 0,
                  buffer_type: str = "", axis_separators: Any = None) -> BufferAnnot:
-        return type(self)(shape, strides, dtype, self.name, data=data, elem_offset=elem_offset, scope=scope,
-                          align=align, offset_factor=offset_factor, buffer_type=buffer_type,
-                          axis_separators=axis_separators)
+        return BufferAnnot.__call__(self, shape, dtype, data, strides, elem_offset, scope, align, offset_factor,
+                                    buffer_type, axis_separators)
 
     def __getitem__(self, params: Any) -> BufferAnnot:
         items = params if isinstance(params, tuple) else (params,)
@@ -330,7 +335,9 @@ class TIRAnnot(Annot):
 
     def check_value(self, value: Any, where: str, vt: ArgVarTable) -> None:
         if isinstance(self.data, IRBuffer):
-            TensorAnnot(tuple(_fixed(s) for s in self.data.shape), None, self.data.dtype).check_value(value, where, vt)
+            strides = tuple(_fixed(s) for s in self.data.strides) or None
+            TensorAnnot(tuple(_fixed(s) for s in self.data.shape), strides, self.data.dtype).check_value(value, where,
+                                                                                                       vt)
 
     def describe_key(self, part: Any) -> str:
         if isinstance(self.data, IRBuffer):

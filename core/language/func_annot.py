@@ -176,14 +176,13 @@ class FuncAnnot:
     def check_values(self, values: Sequence[Any], kernel: str) -> None:
         """Check a call's arguments against the annotations (before compiling for them)."""
         vt = ArgVarTable()
-        for n, v in zip(self.arg_names, values):
-            annot = self.annot_of(n, v)
+        annots = [self.annot_of(n, v) for n, v in zip(self.arg_names, values)]
+        for n, v, annot in zip(self.arg_names, values, annots):
             if not annot.is_kernel_arg():
                 vt.static[n] = v if not isinstance(annot, DTypeAnnot) else str(normalize_dtype(v))
-        for n, v in zip(self.arg_names, values):
-            self.annot_of(n, v).check_value(v, f"{kernel}: parameter {n}", vt)
-        for n, v in zip(self.arg_names, values):  # a T.dyn["N"] scalar must agree with the sizes named N
-            annot = self.annot_of(n, v)
+        for n, v, annot in zip(self.arg_names, values, annots):
+            annot.check_value(v, f"{kernel}: parameter {n}", vt)
+        for n, v, annot in zip(self.arg_names, values, annots):  # a T.dyn["N"] must agree with the sizes named N
             if isinstance(annot, DynAnnot) and annot.name in vt.bound and isinstance(v, (int, np.integer)) \
                     and int(v) != vt.bound[annot.name]:
                 raise LoomTypeError(f"{kernel}: parameter {n} is {annot.name}={v}, but the arrays give "
