@@ -15,7 +15,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..errors import LoomError, LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir.dtype import DataType
-from ..target.devices import device_type_name
+from ..target.devices import Device, device_type_name
 from .ndarray import NDArray, aligned_empty, from_dlpack
 
 __all__ = ["ArgumentError", "ArgumentTypeError", "ArgumentValueError", "int_range", "scalar_converter",
@@ -220,10 +220,21 @@ def host_array(arg: Any, what: str) -> np.ndarray:
     raise ArgumentTypeError(f"{what} takes an array (numpy, loom.nd or DLPack), got {kind_of(arg)}")
 
 
+def _absent(dev_type: int) -> str:
+    """`` (why there is no such device here)`` when the device API of ``dev_type`` says, else ``""``."""
+    from .device_api import get_device_api
+
+    try:
+        reason = get_device_api(dev_type).unavailable_reason(Device(dev_type, 0))
+    except LoomError:
+        return f" (no device API serves {device_type_name(dev_type)} here)"
+    return f" ({reason})" if reason else ""
+
+
 def device_array(arg: Any, what: str, dev_type: int) -> NDArray:
     """The ``loom.nd.NDArray`` of an argument on a device of type ``dev_type`` (DLPack objects are wrapped)."""
     name = device_type_name(dev_type)
-    copy_hint = f"; copy it with loom.nd.array(x, loom.device({name!r}))"
+    copy_hint = f"; copy it with loom.nd.array(x, loom.device({name!r})){_absent(dev_type)}"
     if isinstance(arg, NDArray):
         if arg._device.device_type == dev_type:
             return arg

@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import threading
+from typing import Any
 
 import attrs
 import numpy as np
@@ -77,6 +78,18 @@ class DeviceAPI:
     def exists(self, device: Device) -> bool:
         """Whether ``device`` is present (the CPU always is)."""
         return True
+
+    def unavailable_reason(self, device: Device) -> str | None:
+        """Why ``device`` cannot be used (no driver, no such GPU...), for error messages; None when it can.
+
+        The default: None when :meth:`exists`, else a generic sentence.
+        """
+        return None if self.exists(device) else f"{device} is not present on this machine"
+
+    def timer(self, device: Device) -> Any:
+        """An object with ``start()`` and ``stop() -> seconds`` timing work queued on ``device`` (a GPU's
+        events), or None: time on the host's clock after :meth:`synchronize` (the default)."""
+        return None
 
     def allocate(self, device: Device, nbytes: int, alignment: int) -> int:
         """``nbytes`` of uninitialised memory aligned to ``alignment``; its address.

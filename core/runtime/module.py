@@ -305,21 +305,52 @@ class Module:
         return f"<loom.runtime.Module {self.type_key}: {', '.join(self._signatures)}>"
 
     # -- timing --------------------------------------------------------------------
+    _HOST = 1  # DLPack's CPU device type
+
+    def _imported_deep(self) -> list[Module]:
+        out: list[Module] = []
+        for m in self.imported_modules:
+            out += [m, *m._imported_deep()]
+        return out
+
     def time_evaluator(self, func_name: str, dev: Any, number: int = 10, repeat: int = 3,
                        min_repeat_ms: float = 0) -> Callable[..., ProfileResult]:
         """A function that times ``func_name`` on given arguments.
 
         Each of ``repeat`` measurements runs the function ``number`` times (more
         when a repeat takes under ``min_repeat_ms``) and records the mean seconds
-        per call, arguments checks included, after one warm-up call.
+        per call, arguments checks included, after one warm-up call.  ``dev`` is
+        the module's device or that of a module it imports (a host module timing
+        its GPU kernels); a device with a clock of its own (CUDA events) measures
+        on it, others on the host's clock after synchronizing.
         """
         if number < 1 or repeat < 1:
             raise LoomValueError(f"time_evaluator needs number >= 1 and repeat >= 1, got {number}, {repeat}")
         dev = dev if isinstance(dev, Device) else Device(dev)
-        if dev.device_type != self.device.device_type:
+        modules = [self, *self._imported_deep()]
+        if dev.device_type not in {m.device.device_type for m in modules}:
             raise LoomValueError(f"time_evaluator: the {self.type_key} module runs on {self.device}, not {dev}")
         func = self.get_function(func_name)
-        sync = self._synchronize
+
+        def sync() -> None:
+            for m in modules:
+                m._synchronize()
+
+        def measure(n: int, args: tuple[Any, ...]) -> float:
+            """Seconds for ``n`` calls: on the device's own clock when it has one (a GPU's events)."""
+            from .device_api import get_device_api
+
+            timer = get_device_api(dev.device_type).timer(dev) if dev.device_type != self._HOST else None
+            if timer is not None:
+                timer.start()
+                for _ in range(n):
+                    func(*args)
+                return float(timer.stop())
+            start = time.perf_counter()
+            for _ in range(n):
+                func(*args)
+            sync()
+            return time.perf_counter() - start
 
         def evaluate(*args: Any) -> ProfileResult:
             func(*args)
@@ -328,11 +359,7 @@ class Module:
             n = number
             for _ in range(repeat):
                 while True:
-                    start = time.perf_counter()
-                    for _ in range(n):
-                        func(*args)
-                    sync()
-                    spent = time.perf_counter() - start
+                    spent = measure(n, args)
                     if spent * 1e3 >= min_repeat_ms or n >= 1 << 30:
                         break
                     n = max(n * 2, math.ceil(n * min_repeat_ms / max(spent * 1e3, 1e-3)))

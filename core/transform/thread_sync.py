@@ -6,9 +6,11 @@ In device code (the body of a device kernel, or of an outermost
 statement that reads a buffer of the scope that an earlier statement wrote
 since the last barrier (read after write), or writes one that was read (write
 after read).  The planner is classic TVM's, conservative: two accesses of one
-buffer conflict unless both have the very same index expressions (the same
-thread touching the same element); around a loop, the end of an iteration
-conflicts with the start of the next whatever the indices.
+buffer conflict unless both have the very same index expressions and those
+use every thread index of the kernel (each thread touching an element of its
+own; an element every thread reads, such as a value thread 0 stored for the
+block, does conflict); around a loop, the end of an iteration conflicts with
+the start of the next whatever the indices.
 
 Sequences are planned innermost first; a statement with barriers inside
 exposes only its accesses before its first barrier and after its last.  A
@@ -66,6 +68,9 @@ class _Access:
     var: E.Var
     indices: tuple[E.PrimExpr, ...] | None  # None: unknown (the pointer itself was used)
     write: bool
+    #: ``(thread tag, value)`` of each thread index that conditions around the access pin
+    #: (``if threadIdx.x == 0``): only that thread makes it.
+    pins: frozenset[tuple[str, int]] = frozenset()
 
 
 @attrs.frozen
@@ -77,18 +82,25 @@ class _Summary:
     synced: bool = False
 
 
-def _conflict(prev: list[_Access], acc: _Access, loop_carry: bool, varying: set[int] | None = None) -> bool:
+def _conflict(prev: list[_Access], acc: _Access, loop_carry: bool, varying: set[int] | None = None,
+              threads: _Threads | None = None) -> bool:
     """Whether ``acc`` conflicts with an access in ``prev``.
 
-    The very same index expressions mean the same thread touching the same element,
-    no conflict; across a loop's iterations only when the indices use no variable
-    that changes from one iteration to the next (``varying``: None means any may).
+    The very same index expressions, using (or made under a condition pinning to the same
+    value on both sides) a variable of every thread tag that tells apart the threads
+    sharing the buffer (``threads``), mean
+    the same thread touching the same element, no conflict; across a loop's
+    iterations only when the indices use no variable that changes from one
+    iteration to the next (``varying``: None means any may).
     """
     for x in prev:
         if x.var is not acc.var or not (x.write or acc.write):  # two reads never conflict
             continue
         if x.indices is not None and acc.indices is not None and len(x.indices) == len(acc.indices) \
-                and all(structural_equal(a, b) for a, b in zip(x.indices, acc.indices)):
+                and all(structural_equal(a, b) for a, b in zip(x.indices, acc.indices)) \
+                and (threads is None or all(any(uses_vars(i, vs) for i in x.indices)
+                                            or any(pin[0] == tag and pin in acc.pins for pin in x.pins)
+                                            for tag, vs in threads.sharing(x.var))):
             if not loop_carry:
                 continue
             if varying is not None and not any(uses_vars(i, lambda v: id(v) in varying) for i in x.indices):
@@ -135,8 +147,10 @@ class _Accesses(Visitor):
 
 
 class _Planner:
-    def __init__(self, scope: str, scopes: dict[int, str]) -> None:
+    def __init__(self, scope: str, scopes: dict[int, str], threads: _Threads | None = None) -> None:
         self.scope, self.scopes = scope, scopes
+        self.threads = threads
+        self.pins: list[tuple[str, int]] = []  # of the conditions around the statement being planned
         self.thread_vars: list[E.Var] = []
         self.inserted = 0
 
@@ -149,6 +163,9 @@ class _Planner:
         for n in nodes:
             if n is not None:
                 v.visit(n)
+        if self.pins:
+            pins = frozenset(self.pins)
+            return [attrs.evolve(a, pins=pins) for a in v.out]
         return v.out
 
     # -- statements -------------------------------------------------------------
@@ -170,7 +187,7 @@ class _Planner:
         reads: list[_Access] = []
         writes: list[_Access] = []
         for k, sm in enumerate(sums):
-            if any(_conflict(writes if not a.write else reads, a, False) for a in sm.head):
+            if any(_conflict(writes if not a.write else reads, a, False, None, self.threads) for a in sm.head):
                 before[k] = True
                 reads, writes = [], []
             for a in (sm.tail if sm.synced else sm.head):
@@ -182,7 +199,7 @@ class _Planner:
             for k, sm in enumerate(sums):  # the next iteration's start against this one's end
                 if before[k]:
                     break
-                if any(_conflict(writes if not a.write else reads, a, True, varying) for a in sm.head):
+                if any(_conflict(writes if not a.write else reads, a, True, varying, self.threads) for a in sm.head):
                     before[k] = True
                     break
                 if sm.synced:
@@ -223,7 +240,7 @@ class _Planner:
         if isinstance(s, S.BufferStore):
             accesses = self._leaf(s.value, *s.indices)
             if self.in_scope(s.buffer.data, s.buffer.scope):
-                accesses.append(_Access(s.buffer.data, s.indices, True))
+                accesses.append(_Access(s.buffer.data, s.indices, True, frozenset(self.pins)))
         else:
             accesses = self._leaf(s)
         return s, _Summary(tuple(accesses), tuple(accesses))
@@ -239,7 +256,13 @@ class _Planner:
 
     def _if(self, s: S.IfThenElse) -> tuple[S.Stmt, _Summary]:
         count = self.inserted
-        then, st = self.plan(s.then_case)
+        tag_of = self.threads.tag_of if self.threads is not None else {}
+        pinned = [(tag_of[v], c) for v, c in _pins(s.condition) if v in tag_of]
+        self.pins += pinned
+        try:
+            then, st = self.plan(s.then_case)
+        finally:
+            del self.pins[len(self.pins) - len(pinned):]
         other, so = self.plan(s.else_case) if s.else_case is not None else (None, _Summary())
         if self.inserted != count and uses_vars(s.condition, self.thread_vars):
             raise LoomError(f"ThreadSync: a {self.scope} barrier is needed inside `if {s.condition}`, which "
@@ -283,6 +306,68 @@ def _summarize(sums: list[_Summary], before: list[bool]) -> _Summary:
     return _Summary(tuple(head), tuple(tail), synced) if synced else _Summary(tuple(head), tuple(head))
 
 
+class _Threads:
+    """Which thread indices tell apart the threads sharing a buffer of ``scope`` memory in ``s``.
+
+    ``threadIdx.*`` (and ``blockIdx.*`` for global memory) of extent above 1, one
+    list of binding variables per tag; an allocation of global memory inside
+    the binding of a tag is private to each of its values (every thread runs
+    the Allocate), so that tag does not tell sharers apart (shared memory is per
+    block wherever it is allocated).
+    """
+
+    def __init__(self, s: S.Stmt, scope: str) -> None:
+        prefixes = ("threadIdx.", "blockIdx.") if scope == "global" else ("threadIdx.",)
+        self.tags: dict[str, list[E.Var]] = {}
+        self.private: dict[int, set[str]] = {}
+        bound: list[str] = []
+
+        def visit(n: Any) -> None:
+            if isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent" and isinstance(n.node, E.IterVar) \
+                    and n.node.thread_tag.startswith(prefixes):
+                if not (isinstance(n.value, E.IntImm) and n.value.value == 1):
+                    self.tags.setdefault(n.node.thread_tag, []).append(n.node.var)
+                bound.append(n.node.thread_tag)
+                visit(n.body)
+                bound.pop()
+                return
+            if isinstance(n, S.Allocate) and scope == "global" and bound:
+                self.private[id(n.buffer_var)] = set(bound)
+            for child in _children(n):
+                visit(child)
+
+        visit(s)
+        #: The tag of each binding variable, by ``id``.
+        self.tag_of = {id(v): tag for tag, vs in self.tags.items() for v in vs}
+
+    def sharing(self, var: E.Var) -> list[tuple[str, list[E.Var]]]:
+        """Each tag telling apart the threads that share ``var``'s memory, with the variables binding it."""
+        private = self.private.get(id(var), set())
+        return [(tag, vs) for tag, vs in self.tags.items() if tag not in private]
+
+
+def _pins(cond: Any) -> list[tuple[int, int]]:
+    """``(id(var), value)`` for each ``var == constant`` conjunct of ``cond`` (through ``likely``)."""
+    if isinstance(cond, E.Call) and getattr(cond.op, "name", "") == "tir.likely":
+        return _pins(cond.args[0])
+    if isinstance(cond, E.And):
+        return _pins(cond.a) + _pins(cond.b)
+    if isinstance(cond, E.EQ):
+        for v, c in ((cond.a, cond.b), (cond.b, cond.a)):
+            if isinstance(v, E.Var) and isinstance(c, E.IntImm):
+                return [(id(v), c.value)]
+    return []
+
+
+def _children(n: Any) -> list[Any]:
+    if isinstance(n, S.SeqStmt):
+        return list(n.seq)
+    if isinstance(n, S.IfThenElse):
+        return [n.then_case] + ([n.else_case] if n.else_case is not None else [])
+    body = getattr(n, "body", None)
+    return [body] if isinstance(body, S.Stmt) else []
+
+
 class _Scopes(Visitor):
     def __init__(self) -> None:
         self.scopes: dict[int, str] = {}
@@ -297,11 +382,11 @@ def thread_sync(stmt: S.Stmt, scope: str = "shared", whole_kernel: bool = False)
     found = _Scopes()
     found.visit(stmt)
     if whole_kernel:
-        return _Planner(scope, found.scopes).plan(stmt)[0]
+        return _Planner(scope, found.scopes, _Threads(stmt, scope)).plan(stmt)[0]
 
     def rewrite(s: S.Stmt) -> S.Stmt:
         if is_thread_attr(s, ("thread_extent",)):
-            return _Planner(scope, found.scopes).plan(s)[0]
+            return _Planner(scope, found.scopes, _Threads(s, scope)).plan(s)[0]
         if isinstance(s, S.SeqStmt):
             parts = [rewrite(x) for x in s.seq]
             return s if all(a is b for a, b in zip(parts, s.seq)) else S.seq(*parts)

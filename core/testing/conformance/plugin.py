@@ -129,8 +129,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def loom_kind(request: pytest.FixtureRequest) -> str:
-    """The target kind under test: each test that uses it runs once per kind chosen by ``--loom-kind``."""
-    return str(request.param)
+    """The target kind under test: each test that uses it runs once per kind chosen by ``--loom-kind``.
+
+    A device kind whose device this machine lacks (cuda without a GPU) is skipped, saying why.
+    """
+    kind = str(request.param)
+    reason = _absent_device(kind)
+    if reason:
+        pytest.skip(f"{kind}: {reason}")
+    return kind
+
+
+def _absent_device(kind: str) -> str | None:
+    """Why the device of ``kind`` cannot run here, else None (CPU kinds always can)."""
+    import loom
+    from loom.errors import LoomError
+    from loom.runtime.device_api import get_device_api
+
+    device_type = int(loom.target.get_kind(kind).device_type)
+    if device_type == 1:
+        return None
+    try:
+        return get_device_api(device_type).unavailable_reason(loom.target.Device(device_type, 0))
+    except LoomError as err:
+        return str(err)
 
 
 @pytest.fixture
