@@ -83,6 +83,14 @@ register_op("tir.call_packed", -1, None, pure=False,
             doc="call the global function (loom.register_func) named by the first argument; int32 status 0")
 register_op("tir.packed_array", -1, None,
             doc="a buffer passed to call_packed: data, dtype, ndim, elem_offset, shape..., strides...")
+# Warp collectives (CUDA's __shfl_down_sync / __shfl_sync / __activemask); impure: never hoisted out of the
+# uniform control flow that every lane of the mask runs.  The interpreter runs them as collectives (_gpu).
+register_op("tir.tvm_warp_shuffle_down", 5, None, pure=False,
+            doc="(mask, value, delta, width, warp_size): the value of lane l + delta within l's segment of "
+                "width lanes, else l's own value")
+register_op("tir.tvm_warp_shuffle", 5, None, pure=False,
+            doc="(mask, value, src_lane, width, warp_size): the value of lane src_lane % width of l's segment")
+register_op("tir.tvm_warp_activemask", 0, None, pure=False, doc="the mask of the lanes of the warp running now")
 
 
 def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:

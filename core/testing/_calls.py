@@ -14,7 +14,8 @@
   with the interpreter's ``imports`` resolver and called with one 64-bit word
   per argument (see ``_device``).
 * ``tir.tvm_storage_sync`` is a barrier inside a launch region (``_gpu``), a
-  no-op elsewhere.
+  no-op elsewhere; ``tir.tvm_warp_shuffle_down``/``tir.tvm_warp_shuffle`` are
+  collectives of a warp (``_warp``), only inside a launch region.
 * ``tir.call_packed`` runs a global function (``_packed``).
 """
 
@@ -31,7 +32,7 @@ from ..ir.function import GlobalVar
 from ._codegen import Code, lambda_
 from ._device import import_call
 from ._errors import InterpreterError
-from ._gpu import compile_barrier
+from ._gpu import compile_barrier, compile_shuffle
 from ._packed import compile_call_packed, compile_packed_array
 from . import _values as V
 
@@ -183,6 +184,8 @@ _SPECIAL = {
     "tir.if_then_else": _if_then_else, "tir.likely": _likely, "tir.reinterpret": _reinterpret,
     "tir.call_extern": _extern, "tir.call_pure_extern": _extern, "tir.tvm_storage_sync": _storage_sync,
     "tir.call_packed": compile_call_packed, "tir.packed_array": compile_packed_array,
+    "tir.tvm_warp_shuffle_down": lambda comp, node, want: compile_shuffle(comp, node, True),
+    "tir.tvm_warp_shuffle": lambda comp, node, want: compile_shuffle(comp, node, False),
 }
 
 

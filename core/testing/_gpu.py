@@ -5,7 +5,9 @@ starts a *launch region* (see ``_launch`` for how one runs).  Inside it such an
 attr does not loop: it binds its variable to the thread's (or block's)
 coordinate and runs its body only when the coordinate is below its own extent,
 exactly as a CUDA kernel guards a thread index.  Other thread tags
-(``vthread``...) keep the interpreter's sequential loops.
+(``vthread``...) keep the interpreter's sequential loops.  Warp shuffles
+(``tvm_warp_shuffle_down``, ``tvm_warp_shuffle``) wait like barriers for the
+lanes their mask names (``_warp``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from typing import Any
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
-from ._codegen import Code, function
+from ._codegen import Code, function, lambda_
 from ._errors import InterpreterError
 from ._launch import Region
 
-__all__ = ["is_launch_attr", "compile_region", "compile_bound_attr", "compile_barrier", "shared_allocate",
-           "is_shared_scope"]
+__all__ = ["is_launch_attr", "compile_region", "compile_bound_attr", "compile_barrier", "compile_shuffle",
+           "shared_allocate", "is_shared_scope"]
 
 _LAUNCH_PREFIXES = ("blockIdx.", "threadIdx.")
 
@@ -123,6 +125,25 @@ def compile_barrier(comp: Any, node: E.Call) -> Code | None:
     index = region.add_barrier(scope)
     thr = region.thr_slot
     return Code(lambda f: f[thr].sync(index))
+
+
+def compile_shuffle(comp: Any, node: E.Call, down: bool) -> Code:
+    """``tvm_warp_shuffle_down``/``tvm_warp_shuffle`` in a region: a collective of the warp (see ``_warp``)."""
+    name = node.op.name
+    region = comp.region
+    if region is None:
+        raise InterpreterError(f"{comp.fname}: {name} outside a launch region: a warp shuffle needs threads")
+    if len(node.args) != 5:
+        raise InterpreterError(f"{comp.fname}: {name} takes (mask, value, lane, width, warp_size), got {node}")
+    mask, value, *ints = node.args
+    if node.dtype != value.dtype or value.dtype.lanes != 1 or value.dtype.is_handle:
+        raise InterpreterError(f"{comp.fname}: {name} shuffles one scalar of its own dtype {node.dtype}, got a "
+                               f"{value.dtype} value in {node}")
+    if not all(a.dtype.is_integer and a.dtype.lanes == 1 for a in (mask, *ints)):
+        raise InterpreterError(f"{comp.fname}: {name} needs integer mask, lane, width and warp size, in {node}")
+    index = region.add_shuffle(name)
+    return lambda_("f[THR].shuffle(INDEX, DOWN, {0}, {1}, {2}, {3}, {4})", [comp.expr(a) for a in node.args],
+                   THR=region.thr_slot, INDEX=index, DOWN=down)
 
 
 def shared_allocate(comp: Any, var: E.Var) -> int:

@@ -10,6 +10,8 @@ Without barriers the threads of a block simply run one after another (a valid
 schedule).  With barriers each thread is a greenlet: the scheduler runs every
 thread until it finishes or waits at a barrier, then releases a barrier once
 every thread of the block (of the grid, for a ``global`` barrier) waits at it.
+Warp shuffles wait like barriers, but only for the lanes their mask names
+(see ``_warp``): they are released first, warp by warp.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from greenlet import GreenletExit, greenlet
 
 from ._errors import BarrierError, RaceError
+from ._warp import release_shuffles
 
 __all__ = ["Region", "Block", "Thread", "track_read", "track_write"]
 
@@ -41,6 +44,7 @@ class Region:
         self.coord_slots: dict[str, int] = {}
         self.thr_slot = -1
         self.barriers: list[str] = []  # the scope of each barrier, by index ("global" syncs the grid)
+        self.shuffles: dict[int, str] = {}  # barrier index -> the op of a warp shuffle waiting there
         self.shared_vars: set[int] = set()  # ids of the handle Vars of shared allocations
         self.nshared = 0
         self.extents: list[list[Callable[[list], Any]]] = []  # per tag (blocks, then threads)
@@ -49,7 +53,15 @@ class Region:
         self.barriers.append(scope)
         return len(self.barriers) - 1
 
+    def add_shuffle(self, op: str) -> int:
+        """A warp shuffle (``op``, its name) waits like a barrier, at its own index."""
+        index = self.add_barrier("warp shuffle")
+        self.shuffles[index] = op
+        return index
+
     def barrier_text(self, index: int) -> str:
+        if index in self.shuffles:
+            return f"warp shuffle #{index} of the launch ({self.shuffles[index]})"
         return f"barrier #{index} of the launch (tvm_storage_sync('{self.barriers[index]}'))"
 
     def run(self, body: Callable[[list], Any], f: list) -> None:
@@ -91,11 +103,15 @@ class Block:
         for tag, c in zip(region.block_tags, self.coords):
             bf[region.coord_slots[tag]] = c
         tslots = [region.coord_slots[t] for t in region.thread_tags]
+        extent = dict(zip(region.thread_tags, self.tshape))
+        nx, ny = extent.get("threadIdx.x", 1), extent.get("threadIdx.y", 1)
+        step = {"threadIdx.x": 1, "threadIdx.y": nx, "threadIdx.z": nx * ny}  # CUDA's linear order: x fastest
+        strides = [step.get(t, 0) for t in region.thread_tags]
         for tid, coords in enumerate(itertools.product(*map(range, self.tshape))):
             tf = bf.copy()
             for slot, c in zip(tslots, coords):
                 tf[slot] = c
-            thr = Thread(self, tid)
+            thr = Thread(self, tid, sum(c * k for c, k in zip(coords, strides)))
             self.threads.append(thr)
             tf[region.thr_slot] = thr
             yield tf
@@ -120,21 +136,32 @@ def _pairs(tags: list[str], coords: Any) -> str:
 
 
 class Thread:
-    """A thread of a launch: its block, its index in the block, and where it waits."""
+    """A thread of a launch: its block, its index in the block (``tid``, row-major over the region's thread
+    tags; ``hw``, CUDA's linear index: threadIdx.x fastest, then y, then z), and where it waits."""
 
-    __slots__ = ("block", "tid", "wait", "glet")
+    __slots__ = ("block", "tid", "hw", "wait", "glet", "shfl", "got")
 
-    def __init__(self, block: Block, tid: int) -> None:
+    def __init__(self, block: Block, tid: int, hw: int = 0) -> None:
         self.block = block
         self.tid = tid
+        self.hw = hw
         self.wait = -1
         self.glet: Any = None
+        self.shfl: tuple[Any, ...] = ()  # the operands of the warp shuffle it waits at
+        self.got: Any = None  # what that shuffle gave it
 
     def sync(self, index: int) -> int:
         """Wait at barrier ``index`` until the scheduler releases it."""
         self.wait = index
         self.glet.parent.switch()
         return 0
+
+    def shuffle(self, index: int, down: bool, mask: int, value: Any, lane: int, width: int, warp_size: int) -> Any:
+        """Wait at warp shuffle ``index`` with its operands; the value of the source lane (see ``_warp``)."""
+        self.wait = index
+        self.shfl = (down, int(mask), value, int(lane), int(width), int(warp_size))
+        self.glet.parent.switch()
+        return self.got
 
 
 # ---------------------------------------------------------------------------
@@ -172,6 +199,9 @@ def _release(region: Region, live: list[Block]) -> list[Thread]:
         waiting = [t for t in blk.threads if not t.glet.dead]
         if not waiting:
             finished += 1
+            continue
+        if region.shuffles and any(t.wait in region.shuffles for t in waiting):
+            runnable += release_shuffles(region, blk, waiting)  # barriers wait until no shuffle is pending
             continue
         index = _same_barrier(region, blk, waiting)
         if region.barriers[index] == "global":

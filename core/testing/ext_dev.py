@@ -11,8 +11,9 @@ It contributes
   memory is its own (host memory that no numpy array aliases: arrays on it are
   reached only through explicit copies, and :attr:`ExtDevAPI.counters` counts
   every allocation and copy);
-* **target kind** ``ext_dev`` with ``max_num_threads`` and
-  ``max_shared_memory_per_block``, whose kernels run on that memory through the
+* **target kind** ``ext_dev`` with ``max_num_threads``,
+  ``max_shared_memory_per_block`` and an optional ``thread_warp_size`` (given,
+  cross-thread reductions lower to warp shuffles as on cuda), whose kernels run on that memory through the
   reference interpreter, with GPU semantics (blocks of threads, shared memory,
   barriers, race detection): a split build ``loom.build(s, args,
   target="ext_dev", target_host="llvm")`` gives a host module (llvm, c or interp)
@@ -172,6 +173,8 @@ def loom_target_kinds() -> list[Any]:
         {
             "max_num_threads": AttrSpec(int, 1024, doc="threads per block"),
             "max_shared_memory_per_block": AttrSpec(int, 49152, doc="bytes of shared memory per block"),
+            # no default: given (ext_dev -thread_warp_size=32), cross-thread reductions use warp shuffles
+            "thread_warp_size": AttrSpec(int, doc="threads per warp, when the kernels should use warp shuffles"),
         },
         default_keys=("ext_dev",),
         doc="test device with memory of its own; kernels run on the interpreter with GPU semantics",

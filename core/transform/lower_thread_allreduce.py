@@ -20,7 +20,10 @@ store after it reads; so that one form runs either way threads run:
   slots, combining slot ``r`` with slot ``r + offset``, a barrier after each
   step; a thread count that is not a power of two first folds the slots past
   the largest power of two below it.  The thread constraints need constant
-  extents (the staging buffer's size);
+  extents (the staging buffer's size).  When the kernel's target has an integer
+  ``thread_warp_size`` (cuda) and the reduction runs over ``threadIdx.x`` alone,
+  with a power-of-two extent, warp shuffles replace the tree (see
+  :mod:`loom.transform.allreduce_warp`);
 - ``"serial"`` (llvm, c: bound threads run one after another as loops): the
   first thread stores the inits, then every thread combines its contribution
   into the results; no barrier is needed.
@@ -56,7 +59,11 @@ from ..ir.functor import Mutator, post_order_visit
 from ..ir.op import Op, list_ops, register_op
 from ..ir.reduce import CommReducer
 from ..ir.structural import structural_equal
+from ..target import Target
 from ._util import const_int, is_op_call
+from .allreduce_warp import combine_into as _combine
+from .allreduce_warp import store_all as _stores
+from .allreduce_warp import warp_allreduce
 from ._util2 import is_thread_attr
 from .pass_base import Pass, PassContext, prim_func_pass
 from .thread_sync import storage_sync
@@ -92,29 +99,12 @@ def _parse(call: E.Call) -> tuple[list[Any], Any, list[Any], list[E.Var], list[E
     return a[1:n + 1], a[n + 1], a[n + 2:2 * n + 2], a[2 * n + 2:3 * n + 2], a[3 * n + 2:]
 
 
-def _combine(combiner: CommReducer, bufs: Sequence[Buffer], index: E.PrimExpr, rhs: Sequence[E.PrimExpr],
-             lhs: Sequence[E.PrimExpr] | None = None) -> S.Stmt:
-    """``bufs[index] = combine(lhs or bufs[index], rhs)``: every value computed before any is stored."""
-    left = [E.BufferLoad(b, [index]) for b in bufs] if lhs is None else list(lhs)
-    values = combiner(left, list(rhs))
-    if len(bufs) == 1:
-        return S.BufferStore(bufs[0], values[0], [index])
-    temps = [E.Var(f"{b.name}.v", v.dtype) for b, v in zip(bufs, values)]
-    body = S.seq(*(S.BufferStore(b, t, [index]) for b, t in zip(bufs, temps)))
-    for t, v in reversed(list(zip(temps, values))):
-        body = S.LetStmt(t, v, body)
-    return body
-
-
-def _stores(bufs: Sequence[Buffer], index: E.PrimExpr, values: Sequence[E.PrimExpr]) -> S.Stmt:
-    return S.seq(*(S.BufferStore(b, v, [index]) for b, v in zip(bufs, values)))
-
-
 class _Lower(Mutator):
-    def __init__(self, mode: str, buffers: dict[int, Buffer], fname: str) -> None:
-        self.mode, self.buffers, self.fname = mode, buffers, fname
+    def __init__(self, mode: str, buffers: dict[int, Buffer], fname: str, warp_size: int | None = None) -> None:
+        self.mode, self.buffers, self.fname, self.warp_size = mode, buffers, fname, warp_size
         self.threads: list[tuple[E.IterVar, E.PrimExpr]] = []  # enclosing thread attrs, outermost first
         self.launch_tags: set[str] = set()
+        self.launch_extents: dict[str, set[int | None]] = {}  # threadIdx tag -> the extents its attrs give it
 
     def visit_Buffer(self, b: Any) -> Any:
         return b
@@ -126,7 +116,8 @@ class _Lower(Mutator):
             return self.generic_visit(s)
         outermost = not self.threads
         if outermost:
-            self.launch_tags = _thread_tags(s)
+            self.launch_extents = _thread_extents(s)
+            self.launch_tags = set(self.launch_extents)
         self.threads.append((s.node, s.value))
         try:
             return self.generic_visit(s)
@@ -187,6 +178,12 @@ class _Lower(Mutator):
         zero = ops.const(0, "int32")
         if size == 1:  # one thread per group: no staging
             return S.seq(_stores(res, zero, inits), S.IfThenElse(cond, _combine(combiner, res, zero, sources)))
+        if self.warp_size is not None and self.uniform(enclosing) and reduce_tags == ["threadIdx.x"]:
+            dims = [enclosing[t] for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z") if t in enclosing]
+            warp = warp_allreduce(combiner, sources, cond, threads[0], size, dims, self.warp_size,
+                                  lambda total: self.finish(combiner, res, inits, total))
+            if warp is not None:
+                return warp
         dtypes = [x.dtype for x in sources]
         bufs = [decl_buffer((groups * size,), t, f"red_buf{k}", scope="shared") for k, t in enumerate(dtypes)]
         base = g_index * size if groups > 1 else zero
@@ -200,15 +197,23 @@ class _Lower(Mutator):
                                      _combine(combiner, bufs, slot, [E.BufferLoad(b, [slot + offset]) for b in bufs])))
             body.append(storage_sync("shared"))
         total = [E.BufferLoad(b, [base]) for b in bufs]
-        if all(structural_equal(a, b) for a, b in zip(inits, combiner.identity_element)):
-            done = _stores(res, zero, total)  # combining with the identity changes nothing
-        else:
-            done = _combine(combiner, res, zero, total, lhs=inits)
-        body.append(S.IfThenElse(ops.eq(r_index, zero), done))
+        body.append(S.IfThenElse(ops.eq(r_index, zero), self.finish(combiner, res, inits, total)))
         out = S.seq(*body)
         for b, t in reversed(list(zip(bufs, dtypes))):
             out = S.Allocate(b.data, t, [groups * size], ops.const(True), out, "shared")
         return out
+
+    def finish(self, combiner: CommReducer, res: list[Buffer], inits: list[Any], total: list[Any]) -> S.Stmt:
+        """The first thread's store of the group's ``total`` combined into the ``inits``."""
+        zero = ops.const(0, "int32")
+        if all(structural_equal(a, b) for a, b in zip(inits, combiner.identity_element)):
+            return _stores(res, zero, total)  # combining with the identity changes nothing
+        return _combine(combiner, res, zero, total, lhs=inits)
+
+    def uniform(self, enclosing: dict[str, tuple[E.Var, int]]) -> bool:
+        """Every attr of the launch gives each thread tag the extent it has here: the block is exactly the
+        threads around the reduction, so its warps are made of them (shuffles need every lane of a mask)."""
+        return all(self.launch_extents.get(t) == {n} for t, (_, n) in enclosing.items())
 
 
 def _linear(dims: list[tuple[E.Var, int]]) -> tuple[E.PrimExpr, int]:
@@ -234,11 +239,16 @@ def _tree_steps(size: int) -> list[tuple[int, int]]:
     return steps
 
 
-def _thread_tags(s: S.Stmt) -> set[str]:
-    tags: set[str] = set()
-    post_order_visit(s, lambda n: tags.add(n.node.thread_tag)
-                     if is_thread_attr(n, ("thread_extent",)) and n.node.thread_tag.startswith("threadIdx.") else None)
-    return tags
+def _thread_extents(s: S.Stmt) -> dict[str, set[int | None]]:
+    """The ``threadIdx.*`` tags of a launch, each with the extents its attrs give it (None: not a constant)."""
+    found: dict[str, set[int | None]] = {}
+
+    def visit(n: Any) -> None:
+        if is_thread_attr(n, ("thread_extent",)) and n.node.thread_tag.startswith("threadIdx."):
+            found.setdefault(n.node.thread_tag, set()).add(const_int(n.value))
+
+    post_order_visit(s, visit)
+    return found
 
 
 def _buffers_by_var(body: S.Stmt) -> dict[int, Buffer]:
@@ -252,6 +262,12 @@ def _buffers_by_var(body: S.Stmt) -> dict[int, Buffer]:
     return found
 
 
+def _warp_size(target: Any) -> int | None:
+    """The target's integer ``thread_warp_size`` attribute, if it has one."""
+    ws = target.attrs.get("thread_warp_size") if isinstance(target, Target) else None
+    return ws if isinstance(ws, int) and not isinstance(ws, bool) else None
+
+
 def LowerThreadAllreduce(mode: str = "gpu") -> Pass:  # noqa: N802 - classic factory name
     """The pass for threads that run together (``"gpu"``) or one after another (``"serial"``); see the module docstring."""
     if mode not in ("gpu", "serial"):
@@ -263,7 +279,8 @@ def LowerThreadAllreduce(mode: str = "gpu") -> Pass:  # noqa: N802 - classic fac
         if not calls:
             return func
         name = func.attrs.get("global_symbol", "the function")
-        body = _Lower(mode, _buffers_by_var(func.body), name).visit(func.body)
+        warp = _warp_size(func.attrs.get("target")) if mode == "gpu" else None
+        body = _Lower(mode, _buffers_by_var(func.body), name, warp).visit(func.body)
         return func.with_body(body)
 
     return prim_func_pass(run, name="LowerThreadAllreduce")

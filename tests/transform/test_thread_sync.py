@@ -180,3 +180,23 @@ def test_a_barrier_in_a_loop_whose_trip_count_depends_on_the_thread_is_an_error(
 def _syncs(stmt) -> list[str]:
     return [c.args[0].value for c in collect(stmt, lambda n: isinstance(n, loom.ir.Call)
                                               and getattr(n.op, "name", "") == "tir.tvm_storage_sync")]
+
+
+def test_a_value_one_thread_stores_for_the_block_needs_a_barrier():
+    """``if tx == 0: S[0] = ...`` then every thread reads ``S[0]``: the same index, but not the same thread."""
+    body = kernel(lambda tx: seq(IfThenElse(tx == 0, BufferStore(S, A[0], [0])), BufferStore(Y, S[0] * 2.0, [tx])))
+    assert len(syncs(thread_sync(body))) == 1
+    out = np.zeros(8, "float32")
+    evaluate(func(thread_sync(body)), np.arange(8, dtype="float32") + 3, out)
+    assert (out == 6).all()
+    with pytest.raises(loom.testing.RaceError, match="S"):  # the interpreter agrees: without it, a race
+        evaluate(func(body), np.zeros(8, "float32"), np.zeros(8, "float32"))
+
+
+def test_the_same_thread_pinned_on_both_sides_needs_no_barrier():
+    body = kernel(lambda tx: seq(IfThenElse(tx == 0, BufferStore(S, A[0], [0])),
+                                 IfThenElse(loom.likely(tx == 0), BufferStore(Y, S[0], [0]))))
+    assert thread_sync(body) is body
+    other = kernel(lambda tx: seq(IfThenElse(tx == 0, BufferStore(S, A[0], [0])),
+                                  IfThenElse(tx == 1, BufferStore(Y, S[0], [0]))))
+    assert len(syncs(thread_sync(other))) == 1
