@@ -157,7 +157,8 @@ def main() -> None:
     for t in cfg.primitive_targets:
         print(f"  primitive target:  {t}   (host is the host target: {t.host is cfg.host_target})")
     ok_device = device_program()
-    if not (ok and ok_mm and ok_kernels and ok_device):
+    ok_cuda = cuda_program()
+    if not (ok and ok_mm and ok_kernels and ok_device and ok_cuda):
         raise SystemExit(1)
 
 
@@ -190,6 +191,39 @@ def device_program() -> bool:
         return good
     finally:
         loom.plugins.unregister(plugin)
+
+
+def cuda_program() -> bool:
+    """A row softmax built for cuda: CUDA C and PTX from nvcc; run on the GPU when there is one."""
+    if "cuda" not in loom.target.list_kinds():
+        return True
+    from loom_cuda import workloads
+    from loom_cuda.driver import device_api
+    from loom_cuda.nvcc import find_nvcc
+
+    banner("The CUDA backend: a row softmax (cross-thread reductions in one kernel)")
+    if find_nvcc() is None:
+        print("  nvcc is not installed: CUDA builds need the CUDA toolkit (skipped)")
+        return True
+    s, args = workloads.row_softmax(256, 1000, threads=128)
+    f = loom.build(s, args, target="cuda", target_host="llvm")
+    (cu,) = f.imported_modules
+    kernel = next(line for line in cu.get_source().splitlines() if "__global__" in line)
+    print(f"  target {cu.target} (arch {cu.target.attrs['arch']}): {len(cu.cubin)} bytes of cubin, {cu.get_source('ptx').count(chr(10))} lines of PTX")
+    print(f"  {kernel[:110]}...")
+    print(f"  warp shuffles: {cu.get_source().count('__shfl_down_sync')}, barriers: "
+          f"{cu.get_source().count('__syncthreads')}")
+    reason = device_api().unavailable_reason(loom.cuda(0))
+    if reason:
+        print(f"  not run: {reason}")
+        return True
+    a = np.random.default_rng(3).standard_normal((256, 1000)).astype("float32")
+    out = loom.nd.empty((256, 1000), "float32", loom.cuda(0))
+    f(loom.nd.array(a, loom.cuda(0)), out)
+    e = np.exp(a - a.max(1, keepdims=True))
+    good = bool(np.allclose(out.numpy(), e / e.sum(1, keepdims=True), atol=1e-6))
+    print(f"  on {loom.cuda(0)}: {'OK' if good else 'MISMATCH'} against numpy")
+    return good
 
 
 if __name__ == "__main__":

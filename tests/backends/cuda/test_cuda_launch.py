@@ -35,10 +35,11 @@ def _on_gpu(*arrays):
     return [loom.nd.array(a, loom.cuda(0)) for a in arrays]
 
 
-def test_a_vector_add_launches_one_grid_over_the_symbolic_size(gpu):
+@pytest.mark.parametrize("host", ["llvm", "c", "interp"])
+def test_a_vector_add_launches_one_grid_over_the_symbolic_size(gpu, host):
     n = loom.var("n")
     s, args = W.vector_add(n, threads=128)
-    f = loom.build(s, args, target="cuda -arch=sm_80", target_host="llvm")
+    f = loom.build(s, args, target="cuda -arch=sm_80", target_host=host)
     a, b, c = _on_gpu(np.ones(1000, "float32"), np.ones(1000, "float32"), np.zeros(1000, "float32"))
     f(a, b, c)
     (launch,) = gpu.launches
