@@ -34,10 +34,10 @@ def test_backend_is_discovered(dist, name, module, kind, device_type, keys):
     assert (info.dist, info.version, info.module, info.status) == (dist, version, module, "loaded")
     assert info.target_kinds == (kind,)
     # A backend contributes its target kind, and once registered its stages, intrinsic rules,
-    # lowering passes and loader.
+    # lowering passes, loader and (a device backend) the memory of its device.
     assert "loom_target_kinds" in info.hooks
     assert set(info.hooks) <= {"loom_target_kinds", "loom_backend", "loom_intrinsic_rules", "loom_lower_passes",
-                               "loom_load_module"}
+                               "loom_load_module", "loom_device_api"}
     found, owner = plugins.collect_target_kinds()[kind]
     assert owner == name and found.device_type == device_type and found.default_keys == keys
 
@@ -51,9 +51,11 @@ def test_c_kind_schema():
 
 def test_cuda_kind_schema():
     _require("loom-cuda")
+    from loom_cuda.plugin import detected_arch
+
     t = loom.target.Target("cuda")
-    assert t.attrs == {"arch": "sm_90", "max_num_threads": 1024, "thread_warp_size": 32,
-                       "max_shared_memory_per_block": 49152}
+    assert t.attrs == {"arch": detected_arch() or "sm_90", "max_num_threads": 1024, "thread_warp_size": 32,
+                       "max_shared_memory_per_block": 49152, "fast_math": False}
     assert t.keys == ("cuda", "gpu")
     assert loom.target.Target("cuda -arch=sm_80").attrs["arch"] == "sm_80"
 
