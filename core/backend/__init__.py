@@ -12,12 +12,12 @@ then runs ``options -> render -> compile -> load`` on it (see
 ('interp', 'builtin', 'gpu')
 """
 
-from .base import (THREAD_SEMANTICS, Artifact, Backend, BackendOptions, ModuleInfo, pack_sections, signature_of,
-                   unpack_sections)
+from .base import (THREAD_SEMANTICS, Artifact, Backend, BackendOptions, ModuleInfo, ToolchainError, pack_sections,
+                   signature_of, unpack_sections)
 from .stages import BackendError, build_module, called_functions, get_backend, load_artifact, reset_backend_cache, stats
 
 __all__ = [
     "Backend", "BackendOptions", "ModuleInfo", "Artifact", "THREAD_SEMANTICS", "signature_of",
     "BackendError", "build_module", "load_artifact", "get_backend", "reset_backend_cache", "stats",
-    "called_functions", "pack_sections", "unpack_sections",
+    "called_functions", "pack_sections", "unpack_sections", "ToolchainError",
 ]

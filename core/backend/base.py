@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 import attrs
 
-from ..errors import LoomTypeError, SerializationError
+from ..errors import LoomError, LoomTypeError, SerializationError
 from ..ir.function import IRModule, PrimFunc
 from ..ir.stmt import no_op
 
@@ -42,12 +42,31 @@ if TYPE_CHECKING:
     from ..target import Target
 
 __all__ = ["Backend", "BackendOptions", "ModuleInfo", "Artifact", "signature_of", "THREAD_SEMANTICS",
-           "pack_sections", "unpack_sections"]
+           "pack_sections", "unpack_sections", "ToolchainError"]
 
 #: How a backend runs thread-bound (``blockIdx``/``threadIdx``) code:
 #: ``"gpu"``: blocks of concurrent threads meeting at barriers (cuda, interp, ext_dev);
 #: ``"serial"``: one thread after another, so code that needs a barrier is refused at build time.
 THREAD_SEMANTICS = ("gpu", "serial")
+
+
+class ToolchainError(LoomError):
+    """An external compiler a backend runs (cc, nvcc...) failed or is missing; the message holds its
+    command and output, which backends' ``compile`` stages raise for users to act on.
+
+    ``command`` is the argument list, ``output`` the compiler's messages and ``source`` the text that
+    failed (None when the compiler could not run).
+
+    >>> ToolchainError("nvcc failed", ["nvcc", "-cubin"], "error: ...").command
+    ['nvcc', '-cubin']
+    """
+
+    def __init__(self, message: str, command: Sequence[str] = (), output: str = "",
+                 source: str | None = None) -> None:
+        super().__init__(message)
+        self.command = list(command)
+        self.output = output
+        self.source = source
 
 
 def _plain(value: Any, where: str) -> Any:

@@ -35,6 +35,7 @@ import tempfile
 import time
 from typing import Any, Callable, Sequence
 
+from loom.backend import ToolchainError
 from loom.errors import LoomError
 from loom.runtime.abi import library_function
 
@@ -45,19 +46,12 @@ __all__ = ["CompileError", "SharedLibrary", "c_flags", "compile_library", "compi
 log = logging.getLogger("loom.backends.c")
 
 
-class CompileError(LoomError):
+class CompileError(ToolchainError):
     """The C compiler failed (or is missing); the message holds its command and output.
 
     ``command`` is the argument list, ``output`` the compiler's messages and
-    ``source`` the C text that failed (None when the compiler could not run).
+    ``source`` the text that failed (None when the compiler could not run).
     """
-
-    def __init__(self, message: str, command: Sequence[str] = (), output: str = "",
-                 source: str | None = None) -> None:
-        super().__init__(message)
-        self.command = list(command)
-        self.output = output
-        self.source = source
 
 
 class SharedLibrary:

@@ -25,9 +25,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from typing import Sequence
 
-from loom.errors import LoomError
+from loom.backend import ToolchainError
 
 __all__ = ["NvccError", "find_nvcc", "nvcc_version", "compile_cuda", "nvcc_flags", "KNOWN_ARCHS"]
 
@@ -39,19 +38,12 @@ KNOWN_ARCHS = ("sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "s
                "sm_121")
 
 
-class NvccError(LoomError):
+class NvccError(ToolchainError):
     """nvcc failed (or is missing); the message holds its command and output.
 
-    ``command`` is the argument list, ``output`` nvcc's messages and ``source``
-    the CUDA text that failed (None when nvcc could not run).
+    ``command`` is the argument list, ``output`` the compiler's messages and
+    ``source`` the text that failed (None when the compiler could not run).
     """
-
-    def __init__(self, message: str, command: Sequence[str] = (), output: str = "",
-                 source: str | None = None) -> None:
-        super().__init__(message)
-        self.command = list(command)
-        self.output = output
-        self.source = source
 
 
 def find_nvcc() -> str | None:
