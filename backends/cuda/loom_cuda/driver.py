@@ -97,6 +97,11 @@ class CUDADeviceAPI(DeviceAPI):
             self._allocations[address] = (dev, mem)
         return address
 
+    def ordinal_of(self, address: int) -> int | None:
+        """The GPU of the allocation starting at ``address``, or None (not one of ours, or inside one)."""
+        found = self._allocations.get(address)
+        return None if found is None else found[0]
+
     def free(self, device: Device, address: int) -> None:
         dev = self._ordinal(device)
         with self._lock:

@@ -16,7 +16,9 @@ through :meth:`CUDAModule.call_words` (pycuda, the optional extra
 ``loom-cuda[gpu]``).  Without a CUDA driver or GPU everything builds and
 ``get_source()`` works; a call raises :class:`~loom_cuda.driver.CUDAUnavailable`.
 
-Kernels launch on the default stream of ``cuda(0)``.
+Kernels launch on the default stream of the GPU holding their arrays (those
+Loom allocated; arrays from elsewhere, such as torch's through DLPack, are taken
+to be on ``cuda(0)``).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ class _Launch:
 
 
 class CUDAModule(Module):
-    """Kernels compiled by nvcc, launched through pycuda on ``cuda(0)``.
+    """Kernels compiled by nvcc, launched through pycuda on the GPU of their arrays.
 
     ``get_source()`` is the CUDA C, ``get_source("ptx")`` the PTX.  Host modules
     call the kernels (:meth:`call_words`); a kernel can also be called from
@@ -133,7 +135,21 @@ class CUDAModule(Module):
         for (which, axis), word in zip(launch.axes, words[n:]):
             dims[which][axis] = int(value_of(_INT64, word))
         values = [(kind, value_of(t, w)) for (kind, t), w in zip(launch.params, words[:n])]
-        self._kernels().launch(launch.symbol, tuple(dims[0]), tuple(dims[1]), values)
+        self._kernels().launch(launch.symbol, tuple(dims[0]), tuple(dims[1]), values,
+                               device_id=self._device_of(name, values))
+
+    @staticmethod
+    def _device_of(name: str, values: list[tuple[str, Any]]) -> int:
+        """The GPU the kernel runs on: that of its arrays (those Loom allocated; others are taken to be on
+        cuda(0)); arrays on different GPUs are an error."""
+        from .driver import device_api
+
+        api = device_api()
+        found = {d for kind, v in values if kind == "ptr" and (d := api.ordinal_of(v)) is not None}
+        if len(found) > 1:
+            raise LoomValueError(f"kernel {name}: its arrays are on different GPUs "
+                                 f"({', '.join(f'cuda({d})' for d in sorted(found))}); one launch runs on one GPU")
+        return found.pop() if found else 0
 
     def _make_runner(self, name: str, func: PrimFunc) -> Runner:
         slots = abi_vars(func)

@@ -105,3 +105,19 @@ def test_a_kernel_the_cubin_cannot_run_is_loaded_from_its_ptx(gpu):
     f = loom.build(s, args, target="cuda -arch=sm_80", target_host="llvm")
     f(*_on_gpu(*(np.ones(64, "float32") for _ in range(3))))
     assert gpu.calls["module_from_buffer"] == 2  # nvcc's cubin is not the fake's, its PTX is read
+
+
+def test_kernels_run_on_the_gpu_holding_their_arrays(monkeypatch):
+    fake = FakeCUDA(capabilities=((9, 0), (9, 0)), memory_bytes=1 << 24).install(monkeypatch)
+    D.reset()
+    try:
+        s, args = W.vector_add(256, 64)
+        f = loom.build(s, args, target="cuda -arch=sm_80", target_host="llvm")
+        ones = np.ones(256, "float32")
+        f(*(loom.nd.array(ones, loom.cuda(1)) for _ in range(3)))
+        assert fake.launches[-1].device == 1
+        with pytest.raises(loom.LoomError, match=r"different GPUs \(cuda\(0\), cuda\(1\)\)"):
+            f(loom.nd.array(ones, loom.cuda(0)), *(loom.nd.array(ones, loom.cuda(1)) for _ in range(2)))
+        gc.collect()
+    finally:
+        D.reset()
