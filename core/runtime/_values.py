@@ -220,33 +220,34 @@ def host_array(arg: Any, what: str) -> np.ndarray:
     raise ArgumentTypeError(f"{what} takes an array (numpy, loom.nd or DLPack), got {kind_of(arg)}")
 
 
-def _absent(dev_type: int) -> str:
-    """`` (why there is no such device here)`` when the device API of ``dev_type`` says, else ``""``."""
+def _copy_hint(dev_type: int) -> str:
+    """How to put a host array on a device of ``dev_type``, and why there is no such device here when its
+    device API says so (asked only for an error message: it may query a driver)."""
     from .device_api import get_device_api
 
+    name = device_type_name(dev_type)
     try:
         reason = get_device_api(dev_type).unavailable_reason(Device(dev_type, 0))
     except LoomError:
-        return f" (no device API serves {device_type_name(dev_type)} here)"
-    return f" ({reason})" if reason else ""
+        reason = f"no device API serves {name} here"
+    return f"; copy it with loom.nd.array(x, loom.device({name!r}))" + (f" ({reason})" if reason else "")
 
 
 def device_array(arg: Any, what: str, dev_type: int) -> NDArray:
     """The ``loom.nd.NDArray`` of an argument on a device of type ``dev_type`` (DLPack objects are wrapped)."""
     name = device_type_name(dev_type)
-    copy_hint = f"; copy it with loom.nd.array(x, loom.device({name!r})){_absent(dev_type)}"
     if isinstance(arg, NDArray):
         if arg._device.device_type == dev_type:
             return arg
-        hint = copy_hint if arg._device.device_type == _CPU else ""
+        hint = _copy_hint(dev_type) if arg._device.device_type == _CPU else ""
         raise ArgumentValueError(f"{what} must be on {name}, got an array on {arg._device}{hint}")
     if isinstance(arg, np.ndarray):
-        raise ArgumentValueError(f"{what} must be on {name}, got a numpy array on the host{copy_hint}")
+        raise ArgumentValueError(f"{what} must be on {name}, got a numpy array on the host{_copy_hint(dev_type)}")
     dev = getattr(arg, "__dlpack_device__", None)
     if dev is not None and hasattr(arg, "__dlpack__"):
         got_type, got_id = dev()
         if int(got_type) != dev_type:
-            hint = copy_hint if int(got_type) == _CPU else ""
+            hint = _copy_hint(dev_type) if int(got_type) == _CPU else ""
             raise ArgumentValueError(f"{what} must be on {name}, got a {type(arg).__name__} on "
                                      f"{_device_text(got_type, got_id)}{hint}")
         try:
@@ -254,7 +255,7 @@ def device_array(arg: Any, what: str, dev_type: int) -> NDArray:
         except (BufferError, TypeError, ValueError, RuntimeError) as err:
             raise ArgumentTypeError(f"{what}: cannot read the {type(arg).__name__} through DLPack: {err}") from None
     if hasattr(arg, "__array_interface__"):
-        raise ArgumentValueError(f"{what} must be on {name}, got a {type(arg).__name__} on the host{copy_hint}")
+        raise ArgumentValueError(f"{what} must be on {name}, got a {type(arg).__name__} on the host{_copy_hint(dev_type)}")
     raise ArgumentTypeError(f"{what} takes an array on {name} (a loom.nd.NDArray or a DLPack object), got "
                             f"{kind_of(arg)}")
 

@@ -42,10 +42,10 @@ extern "C" __global__ void __launch_bounds__(64) double_(float *A) {
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from loom.arith import Analyzer
-from loom.codegen import CodegenError, CStyleRenderer, Release
+from loom.codegen import CodegenError, CStyleRenderer
 from loom.ir import expr as E
 from loom.ir import stmt as S
 from loom.ir.dtype import DataType
@@ -215,7 +215,7 @@ class CUDARenderer(CStyleRenderer):
         return threads
 
     def _typed(self, func: PrimFunc, params: list[E.Var]) -> list[str]:
-        restrict = f" {self.restrict_keyword} " if func.attrs.get("tir.noalias") else " "
+        restrict = f"{self.restrict_keyword} " if func.attrs.get("tir.noalias") else ""
         elems = _element_types(func)
         out = []
         for v in params:
@@ -226,7 +226,7 @@ class CUDARenderer(CStyleRenderer):
                     out.append(f"void *{c}")
                 else:
                     self._elem[id(v)] = t
-                    out.append(f"{self.type_name(t)} *{restrict.strip() + ' ' if restrict.strip() else ''}{c}")
+                    out.append(f"{self.type_name(t)} *{restrict}{c}")
             else:
                 out.append(f"{self.type_name(v.dtype)} {self.name(v)}")
         return out
@@ -281,9 +281,6 @@ class CUDARenderer(CStyleRenderer):
                   else f"{ct} {v}[{max(count, 1)}];")
         self.stmt(s.body)
 
-    def allocate_heap(self, s: S.Allocate, ctype: str, name: str) -> Release:  # pragma: no cover - _allocate
-        raise CodegenError("CUDA kernels allocate no heap memory")
-
     def _aligned_start(self, buf: Any, indices: tuple[Any, ...], t: DataType) -> str | None:
         """The flat start of a unit-stride vector access of ``t`` that is provably aligned to the vector's
         size (a multiple of its lanes, on a 16-byte aligned pointer), else None."""
@@ -323,8 +320,3 @@ def generate(mod: IRModule, fast_math: bool = False) -> str:
     renderer = CUDARenderer(fast_math)
     return f"{CUDARenderer.banner}\n{renderer.render(mod)}"
 
-
-def symbols(mod: IRModule | Mapping[str, PrimFunc]) -> dict[str, str]:
-    """``{name: symbol}`` of every kernel of ``mod``."""
-    funcs = mod.functions if isinstance(mod, IRModule) else mod
-    return {n: kernel_symbol(n, f) for n, f in funcs.items() if isinstance(f, PrimFunc)}

@@ -96,20 +96,9 @@ def loom_load_module(path: str, fmt: str) -> Any:
     """Load a file exported by a :class:`~loom_cuda.runtime.CUDAModule` alone."""
     if fmt != "cuda":
         return None
-    from loom.runtime.module import read_export
+    from .runtime import load_exported
 
-    from .runtime import module_from_artifact
-
-    header, payload = read_export(path)
-    from loom.backend import ModuleInfo
-
-    return module_from_artifact(payload, ModuleInfo.from_json(json_text(header), path))
-
-
-def json_text(header: Mapping[str, Any]) -> str:
-    import json
-
-    return json.dumps(header.get("info", {}))
+    return load_exported(path)
 
 
 @hookimpl

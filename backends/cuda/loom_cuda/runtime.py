@@ -23,7 +23,6 @@ to be on ``cuda(0)``).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Sequence
 
 import attrs
@@ -33,11 +32,12 @@ from loom.errors import LoomValueError, SerializationError
 from loom.ir.dtype import DataType
 from loom.ir.function import IRModule, PrimFunc
 from loom.runtime.abi import abi_vars, pack_values, value_of
-from loom.runtime.module import Module, Runner
+from loom.runtime.module import Module, Runner, read_export
 from loom.target import Target
 from loom.target.devices import Device
 
 from .codegen import generate, kernel_symbol, launch_params
+from .driver import KernelImage, device_api
 from .nvcc import compile_cuda, find_nvcc, nvcc_version
 
 __all__ = ["CUDABackend", "CUDAOptions", "CUDAModule", "FORMAT", "param_kind"]
@@ -120,8 +120,6 @@ class CUDAModule(Module):
 
     def _kernels(self) -> Any:
         if self._image is None:
-            from .driver import KernelImage
-
             self._image = KernelImage(self.cubin, self.ptx, 0)
         return self._image
 
@@ -142,8 +140,6 @@ class CUDAModule(Module):
     def _device_of(name: str, values: list[tuple[str, Any]]) -> int:
         """The GPU the kernel runs on: that of its arrays (those Loom allocated; others are taken to be on
         cuda(0)); arrays on different GPUs are an error."""
-        from .driver import device_api
-
         api = device_api()
         found = {d for kind, v in values if kind == "ptr" and (d := api.ordinal_of(v)) is not None}
         if len(found) > 1:
@@ -160,8 +156,6 @@ class CUDAModule(Module):
         return run
 
     def _synchronize(self) -> None:
-        from .driver import device_api
-
         device_api().synchronize(self.device)
 
     def get_source(self, fmt: str = "") -> str:
@@ -175,7 +169,16 @@ class CUDAModule(Module):
         return pack_sections({"cubin": self.cubin, "ptx": self.ptx})
 
     def _export_header(self) -> dict[str, Any]:
-        return {"info": json.loads(self.info.to_json())} if self.info is not None else {}
+        return {"info": self.info.to_json()} if self.info is not None else {}
+
+
+def load_exported(path: str) -> CUDAModule:
+    """A :class:`CUDAModule` from the file its ``export_library`` wrote."""
+    header, payload = read_export(path)
+    info = header.get("info")
+    if not isinstance(info, str):
+        raise SerializationError(f"{path}: not an exported cuda module (no module info)")
+    return module_from_artifact(payload, ModuleInfo.from_json(info, path))
 
 
 def module_from_artifact(data: bytes, info: ModuleInfo) -> CUDAModule:
