@@ -57,5 +57,15 @@ __all__ = [
     "create_schedule", "placeholder", "compute", "extern", "scan", "decl_tensor_intrin", "tag_scope", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
     "lower", "build", "build_config", "nd",
     "ir", "arith", "schedule", "ir_builder", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
-    "cpu", "cuda", "device", "context", "gpu", "logconfig", "jit", "language",
+    "cpu", "cuda", "device", "context", "gpu", "logconfig", "jit", "language", "tune", "autotune",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # loom.tune (and its @loom.autotune) load on first use: `import loom` stays as quick as it was.
+    if name in ("tune", "autotune"):
+        import importlib
+
+        tune = importlib.import_module(".tune", __name__)
+        return tune if name == "tune" else importlib.import_module(".tune.autotune", __name__).autotune
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

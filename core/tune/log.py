@@ -131,7 +131,6 @@ class _Lookup:
 
     def __init__(self, history: History) -> None:
         self.history = history
-        self._spaces: dict[str, Any] = {}
 
     def __call__(self, key: str, target: Optional[Target]) -> Optional[Config]:
         rec = self.history.best(key, target)
@@ -159,6 +158,9 @@ class _LoggedConfig(Config):
         except ValueError:
             raise ConfigError(f"the logged value {self._logged[name]!r} of knob {name!r} is not among the "
                               "template's candidates: the template changed since it was tuned") from None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "knobs": dict(self._logged)}
 
 
 @contextlib.contextmanager

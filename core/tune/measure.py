@@ -138,6 +138,10 @@ def _sandbox(num_threads: Optional[int]) -> Sandbox:
     if box is None or not box.alive or box.num_threads != num_threads:
         if box is not None:
             box.close()
+        with _all_lock:  # the processes of threads that have ended (a user's pool, shut down) go too
+            orphans = [b for b in _all if not b.owner.is_alive()]
+        for orphan in orphans:
+            orphan.close()
         box = _local.sandbox = Sandbox(num_threads)
     return box
 
