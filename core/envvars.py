@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from .errors import LoomValueError
 
 __all__ = ["EnvVar", "VARIABLES", "in_effect", "MAX_THREADS",
-           "CACHE", "CACHE_DIR", "CACHE_MAX_SIZE", "NUM_THREADS", "DEBUG", "VERIFY", "PRINT_AFTER",
+           "CACHE", "CACHE_DIR", "CACHE_MAX_SIZE", "NUM_THREADS", "OMP_SPIN", "DEBUG", "VERIFY", "PRINT_AFTER",
            "DUMP_DIR", "DISABLE_PLUGIN_AUTOLOAD", "LOG_LEVEL", "E2E_EXAMPLES", "RANDOM_PROGRAMS"]
 
 T = TypeVar("T")
@@ -135,6 +135,9 @@ CACHE_MAX_SIZE = EnvVar("LOOM_CACHE_MAX_SIZE", "The compile cache's size cap, su
                         "least recently used entries are evicted.", parse_size, 2 << 30)
 NUM_THREADS = EnvVar("LOOM_NUM_THREADS", "Threads per parallel region of compiled code (0 or unset: one per "
                      "core; capped at MAX_THREADS).", _threads, 0)
+OMP_SPIN = EnvVar("LOOM_OMP_SPIN", "Set to 'default' to keep libgomp's own idle spinning; otherwise Loom sets "
+                  "GOMP_SPINCOUNT=3000 before libgomp loads, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set "
+                  "(idle threads then sleep after a few microseconds instead of holding a core).", _text, "")
 DEBUG = EnvVar("LOOM_DEBUG", "Keep Loom's internal frames in frontend error tracebacks.", _flag, False)
 VERIFY = EnvVar("LOOM_VERIFY", "Check the IR's well-formedness after every pass.", _flag, False)
 PRINT_AFTER = EnvVar("LOOM_PRINT_AFTER", "Print the IR after the named passes (comma-separated; 'all' for every "

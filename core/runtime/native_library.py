@@ -397,6 +397,9 @@ class LibraryModule(NativeModule):
         copy = os.path.join(self._work.name, os.path.basename(self.path) or "module.so")
         with open(copy, "wb") as fh:
             fh.write(data)
+        from .threads import prepare_openmp
+
+        prepare_openmp()
         try:
             self._lib = ctypes.CDLL(copy)
         except OSError as err:

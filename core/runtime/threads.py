@@ -28,7 +28,15 @@ import warnings
 from .. import envvars
 from ..errors import LoomValueError
 
-__all__ = ["usable_threads", "openmp_stack_size"]
+__all__ = ["usable_threads", "openmp_stack_size", "prepare_openmp", "DEFAULT_SPIN_COUNT"]
+
+#: How long an idle libgomp thread spins before it sleeps (``GOMP_SPINCOUNT``), unless the
+#: user chose (``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``).  libgomp's default, 300000 spins
+#: (about a millisecond), lets a finished thread hold its core while a busy process waits
+#: for it; on two cores with one busy process that made the conv2d benchmark 2.3x slower at
+#: two threads than at one.  3000 spins (a few microseconds) cover the gap between
+#: back-to-back parallel regions, so a quiet machine loses nothing (docs/runtime.md).
+DEFAULT_SPIN_COUNT = 3000
 
 _HAS_SIGMASK = hasattr(signal, "pthread_sigmask")
 _lock = threading.Lock()
@@ -148,6 +156,29 @@ def _startable_in_python(count: int) -> int:
         for t in started:
             t.join()
     return len(started)
+
+
+def prepare_openmp() -> None:
+    """Set libgomp's idle spinning to :data:`DEFAULT_SPIN_COUNT` before libgomp loads.
+
+    libgomp reads its environment once, when it is loaded: call this before loading
+    any library that needs it.  It changes nothing when the user set
+    ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (or ``LOOM_OMP_SPIN=default``), or when
+    libgomp is already loaded (by another package).
+
+    >>> prepare_openmp()
+    """
+    if _openmp_prepared:
+        return
+    _openmp_prepared.append(True)
+    if any(os.environ.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        return
+    if envvars.OMP_SPIN.get().strip().lower() == "default":
+        return
+    os.environ["GOMP_SPINCOUNT"] = str(DEFAULT_SPIN_COUNT)
+
+
+_openmp_prepared: list[bool] = []
 
 
 def usable_threads(count: int, source: str) -> int:

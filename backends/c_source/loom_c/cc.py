@@ -61,6 +61,9 @@ class SharedLibrary:
         self._keep = keep
         self.path = path
         try:
+            from loom.runtime.threads import prepare_openmp
+
+            prepare_openmp()  # before libgomp loads with the library
             self.cdll = ctypes.CDLL(path)
         except OSError as err:  # e.g. a cache folder on a noexec mount
             raise LoomError(f"cannot load the compiled library {path!r}: {err}") from None

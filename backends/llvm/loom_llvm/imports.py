@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import llvmlite.binding as llvm
 
 from loom.errors import LoomError
+from loom.runtime.threads import prepare_openmp
 
 __all__ = ["link_llvm_imports", "ImportedLibraries"]
 
@@ -50,6 +51,7 @@ class ImportedLibraries:
             path = os.path.join(self._work.name, f"import{k}.so")
             with open(path, "wb") as fh:
                 fh.write(data)
+            prepare_openmp()
             try:
                 dll = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
             except OSError as err:

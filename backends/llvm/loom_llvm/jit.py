@@ -94,12 +94,19 @@ def target_machine(target: Any = None, jit: bool = True) -> llvm.TargetMachine:
                                                                  **kind)
 
 
+#: Libraries that must outlive LLVM's teardown at exit (see load_openmp).
+_KEEP_LOADED: list[ctypes.CDLL] = []
+
+
 @functools.cache
 def load_openmp() -> str:
     """Make the OpenMP runtime's symbols visible to the JIT (once); returns the library loaded.
 
     Raises a LoomError naming the libraries tried when none can be loaded.
     """
+    from loom.runtime.threads import prepare_openmp
+
+    prepare_openmp()  # libgomp reads its environment when it loads
     found = ctypes.util.find_library("gomp")
     tried = [*OPENMP_LIBRARIES, *([found] if found else [])]
     for name in tried:
@@ -107,6 +114,10 @@ def load_openmp() -> str:
             llvm.load_library_permanently(name)
         except RuntimeError:
             continue
+        # LLVM closes its "permanent" libraries in its static destructors at exit; libgomp's
+        # threads may still be running (spinning, under OMP_WAIT_POLICY=active) and would
+        # fault in unmapped code.  A handle ctypes never closes keeps libgomp mapped.
+        _KEEP_LOADED.append(ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL))
         return name
     raise LoomError("parallel loops need an OpenMP runtime providing GOMP_parallel, and none of "
                     f"{tried} can be loaded; install libgomp (e.g. `apt-get install libgomp1`) "
