@@ -24,6 +24,8 @@ schedule.  The same template code serves three kinds of ``cfg``:
 ([-1, 16], True)
 >>> cfg.to_json()
 {'index': 5, 'knobs': {'tile': [-1, 16], 'unroll': True}}
+>>> cfg in space, space.from_json(cfg.to_json()) == cfg
+(True, True)
 """
 
 from __future__ import annotations
@@ -122,6 +124,17 @@ class ConfigSpace(_Declarations):
     def __iter__(self) -> Iterator[Config]:
         return (self.get(i) for i in range(len(self)))
 
+    def __contains__(self, config: object) -> bool:
+        """Whether ``config`` (a Config, or its ``to_json()`` dict) is a point of this space."""
+        data = config.to_json() if isinstance(config, Config) else config
+        if not isinstance(data, Mapping):
+            return False
+        try:
+            self.from_json(data)
+        except ConfigError:
+            return False
+        return True
+
     def indices(self, index: int) -> list[int]:
         """The entity index of each knob in config ``index``."""
         if not 0 <= index < len(self):
@@ -214,6 +227,13 @@ class Config(_Declarations):
     def to_json(self) -> dict[str, Any]:
         """``{"index": i, "knobs": {name: value}}``: what a log line records."""
         return {"index": self.index, "knobs": {name: e.value() for name, e in self._entities.items()}}
+
+    def __eq__(self, other: object) -> bool:
+        """Configs are equal when their knobs take the same values."""
+        return isinstance(other, Config) and self.to_json()["knobs"] == other.to_json()["knobs"]
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_json()["knobs"], sort_keys=True))
 
     def __repr__(self) -> str:
         return f"Config(index={self.index}, {self.to_json()['knobs']})"

@@ -123,6 +123,7 @@ def test_index_is_mixed_radix_and_json_round_trips(data):
     cfg = space.get(index)
     back = space.from_json(cfg.to_json())
     assert back.index == index and back.to_json() == cfg.to_json()
+    assert back == cfg and hash(back) == hash(cfg) and cfg in space and cfg.to_json() in space
     assert len(space.features(index)) == len(space.features(0))
 
 
@@ -136,6 +137,7 @@ def test_from_json_refuses_configs_of_another_space():
         space.from_json(bad)
     with pytest.raises(ConfigError, match="outside the space"):
         space.get(len(space))
+    assert bad not in space and 42 not in space
 
 
 def test_a_config_rejects_a_template_that_declares_another_space():
