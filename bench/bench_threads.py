@@ -41,15 +41,10 @@ def child(workload: str, rounds: int) -> None:
     import loom
 
     if workload == "vadd_small":
+        from kernels import schedule_vadd
+
         n = 1 << 14
-        A = loom.placeholder((n,), name="A")
-        B = loom.placeholder((n,), name="B")
-        C = loom.compute((n,), lambda i: A[i] + B[i], name="C")
-        s = loom.create_schedule(C.op)
-        outer, inner = s[C].split(C.op.axis[0], factor=64)
-        s[C].parallel(outer)
-        s[C].vectorize(inner)
-        f = loom.build(s, [A, B, C], target="llvm")
+        f = loom.build(*schedule_vadd(n), target="llvm")
         args = [np.ones(n, "float32"), np.ones(n, "float32"), np.empty(n, "float32")]
     else:
         from kernels import build

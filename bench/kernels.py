@@ -20,9 +20,9 @@ __all__ = ["SCHEDULES", "build", "schedule_vadd", "schedule_matmul_naive", "sche
            "schedule_softmax", "schedule_conv2d"]
 
 
-def schedule_vadd() -> tuple[Any, list]:
-    """``C = A + B``: 64-wide vectors, chunks spread over the threads."""
-    n = SIZES["vadd"]["n"]
+def schedule_vadd(n: int | None = None) -> tuple[Any, list]:
+    """``C = A + B`` (``n`` floats, default the workload's): 64-wide vectors, chunks spread over the threads."""
+    n = SIZES["vadd"]["n"] if n is None else n
     A = loom.placeholder((n,), name="A")
     B = loom.placeholder((n,), name="B")
     C = loom.compute((n,), lambda i: A[i] + B[i], name="C")
