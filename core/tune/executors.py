@@ -97,10 +97,9 @@ def parallelism_of(executor: Any, requested: Optional[int]) -> int:
     """How many trials to keep in flight on ``executor``."""
     if requested:
         return requested
-    for attr in ("_max_workers",):
-        n = getattr(executor, attr, None)
-        if isinstance(n, int) and n > 0:
-            return n
+    n = getattr(executor, "_max_workers", None)  # concurrent.futures' pools
+    if isinstance(n, int) and n > 0:
+        return n
     client = getattr(executor, "_client", None)  # Dask's ClientExecutor
     if client is not None:
         try:

@@ -106,16 +106,19 @@ class History:
         want = Target(target) if isinstance(target, str) else target
         return [r for r in self.records if r["task"] == key and (want is None or _same_target(r.get("target", ""), want))]
 
+    def _succeeded(self, key: str, target: Optional[Any]) -> list[dict[str, Any]]:
+        """The successful records of task ``key`` (on ``target`` when given), fastest first."""
+        ok = [r for r in self.for_task(key, target) if isinstance(r.get("cost"), (int, float)) and r.get("error") is None]
+        return sorted(ok, key=lambda r: r["cost"])
+
     def best(self, key: str, target: Optional[Any] = None) -> Optional[dict[str, Any]]:
         """The record with the lowest cost of task ``key`` (on ``target`` when given); None if none succeeded."""
-        ok = [r for r in self.for_task(key, target) if isinstance(r.get("cost"), (int, float)) and r.get("error") is None]
-        return min(ok, key=lambda r: r["cost"]) if ok else None
+        ok = self._succeeded(key, target)
+        return ok[0] if ok else None
 
     def best_config(self, key: str, space: Any, target: Optional[Any] = None) -> Optional[Config]:
         """The best logged config of task ``key`` that is still in ``space``."""
-        ok = sorted((r for r in self.for_task(key, target) if r.get("error") is None
-                     and isinstance(r.get("cost"), (int, float))), key=lambda r: r["cost"])
-        for rec in ok:
+        for rec in self._succeeded(key, target):
             try:
                 return space.from_json(rec["config"])
             except ConfigError:

@@ -41,9 +41,8 @@ _all_lock = threading.Lock()
 def _child_env(num_threads: Optional[int]) -> dict[str, str]:
     env = dict(os.environ)
     # The child imports what this process imports (templates defined in test files, scripts' folders).
-    paths = [p for p in sys.path if p and os.path.isdir(p)]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths + env.get("PYTHONPATH", "").split(os.pathsep)))
-    env["PYTHONPATH"] = env["PYTHONPATH"].strip(os.pathsep)
+    paths = [p for p in sys.path + env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isdir(p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     # Candidates are built once: keep them out of the compile cache.
     env["LOOM_CACHE"] = "0"
     if num_threads:

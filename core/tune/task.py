@@ -81,12 +81,12 @@ def template_name(func: Any) -> str:
     return str(qual).replace(".<locals>", "")
 
 
-def _plain(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     """``value`` as JSON data: tuples become lists; anything else not JSON is refused."""
     if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
+        return [json_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_value(v) for k, v in value.items()}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     text = getattr(value, "name", None) if type(value).__name__ == "dtype" else None
@@ -98,8 +98,8 @@ def _plain(value: Any) -> Any:
 
 def task_key(name: str, args: Sequence[Any], kwargs: Optional[dict] = None) -> str:
     """The text a log keys a task by: ``name(arg, ...)`` with the arguments as JSON."""
-    parts = [json.dumps(_plain(a), sort_keys=True) for a in args]
-    parts += [f"{k}={json.dumps(_plain(v), sort_keys=True)}" for k, v in sorted((kwargs or {}).items())]
+    parts = [json.dumps(json_value(a), sort_keys=True) for a in args]
+    parts += [f"{k}={json.dumps(json_value(v), sort_keys=True)}" for k, v in sorted((kwargs or {}).items())]
     return f"{name}({', '.join(parts)})"
 
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime
+import os
 import statistics
+import sys
 import time
 from typing import Any, Optional, Union
 
@@ -37,7 +39,7 @@ from .measure import run_trial
 from .progress import Progress
 from .space import Config, ConfigError
 from .strategy import Strategy, make_strategy
-from .task import Task
+from .task import Task, json_value
 
 __all__ = ["tune", "TuneResult"]
 
@@ -78,19 +80,13 @@ def _record(task: Task, config: Config, result: dict[str, Any]) -> dict[str, Any
     timings = [float(t) for t in result.get("timings") or []]
     failed = result.get("error") is not None
     return {
-        "v": tlog.LOG_VERSION, "task": task.key, "template": task.name, "args": tlog_args(task),
+        "v": tlog.LOG_VERSION, "task": task.key, "template": task.name, "args": json_value(list(task.args)),
         "target": task.target_text, "config": config.to_json(), "timings": timings,
         "cost": None if failed or not timings else statistics.median(timings),
         "error": result.get("error"), "error_kind": result.get("error_kind"),
         "build_s": result.get("build_s"), "flop": task.flop or None, "host": result.get("host"),
         "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-
-
-def tlog_args(task: Task) -> Any:
-    from .task import _plain
-
-    return _plain(list(task.args))
 
 
 class _Checker:
@@ -210,8 +206,6 @@ def tune(task: Task, trials: int = 100, strategy: Union[str, Strategy] = "model"
 def _pickle_task(task: Task) -> bytes:
     """The task as the measuring processes get it: the template's own module travels by value
     (a script, a test file, a notebook's module: workers of a cluster need not be able to import it)."""
-    import sys
-
     import cloudpickle
 
     func = getattr(task.template, "__wrapped__", task.template)
@@ -228,8 +222,6 @@ def _pickle_task(task: Task) -> bytes:
 
 def _logged(task: Task, log: Optional[str]) -> dict[int, dict[str, Any]]:
     """The records of ``task`` already in ``log``, by config index (the latest per config)."""
-    import os
-
     if log is None or not os.path.exists(log):
         return {}
     out: dict[int, dict[str, Any]] = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import loom
+from loom.tune.templates.cuda import cooperative_fetch
 
 __all__ = ["vector_add", "tiled_matmul", "row_sum", "row_softmax", "half_elementwise"]
 
@@ -79,12 +80,7 @@ def tiled_matmul(n: int, m: int | None = None, k: int | None = None, tile: int =
     s[CL].reorder(ko, ki, *CL.op.axis)
     s[CL].unroll(ki)
     for S in (AS, BS):
-        s[S].compute_at(s[CL], ko)
-        fused = s[S].fuse(*s[S].op.axis)
-        _, threads = s[S].split(fused, factor=tile * tile)
-        y, x = s[S].split(threads, factor=tile)
-        s[S].bind(y, ty)
-        s[S].bind(x, tx)
+        cooperative_fetch(s, S, CL, ko, (ty, tile), (tx, tile))
     return s, [A, B, C]
 
 

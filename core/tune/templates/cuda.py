@@ -39,7 +39,7 @@ from ..knobs import OtherOptionEntity, SplitEntity
 from ..task import template
 from .matmul import check_dims, factors_between, nearest_at_most
 
-__all__ = ["matmul_cuda"]
+__all__ = ["matmul_cuda", "cooperative_fetch"]
 
 #: Threads per block axis: 32 x 32 is the 1024-thread limit of every CUDA GPU.
 MAX_THREADS = 32
@@ -119,13 +119,20 @@ def matmul_cuda(cfg: Any, M: int, N: int, K: int, dtype: str = "float32") -> tup
         s[acc].unroll(ay)
         s[acc].unroll(ax)
 
-    # The block's threads copy each step's slices together: fuse the slice, deal it out to them.
-    nty, ntx = cfg["tile_y"].size[1], cfg["tile_x"].size[1]
     for stage in stages:
-        s[stage].compute_at(s[acc], ko)
-        fused = s[stage].fuse(*s[stage].op.axis)
-        _, lanes = s[stage].split(fused, factor=nty * ntx)
-        ly, lx = s[stage].split(lanes, factor=ntx)
-        s[stage].bind(ly, thread_y)
-        s[stage].bind(lx, thread_x)
+        cooperative_fetch(s, stage, acc, ko, (thread_y, cfg["tile_y"].size[1]), (thread_x, cfg["tile_x"].size[1]))
     return s, [A, B, C]
+
+
+def cooperative_fetch(s: Any, stage: Any, consumer: Any, axis: Any, threads_y: tuple[Any, int],
+                      threads_x: tuple[Any, int]) -> None:
+    """Compute ``stage`` (a shared-memory copy) at ``axis`` of ``consumer``, its elements dealt out
+    to the block's threads: the copy's axes fused, then split over ``threads_y`` x ``threads_x``
+    (each ``(thread IterVar, count)``), so the threads load each step's slice together."""
+    (ty, nty), (tx, ntx) = threads_y, threads_x
+    s[stage].compute_at(s[consumer], axis)
+    fused = s[stage].fuse(*s[stage].op.axis)
+    _, lanes = s[stage].split(fused, factor=nty * ntx)
+    ly, lx = s[stage].split(lanes, factor=ntx)
+    s[stage].bind(ly, ty)
+    s[stage].bind(lx, tx)
