@@ -14,7 +14,11 @@ nanoseconds and the time is all overhead.  For each native backend it compares:
   code assumes, copied in and out (see ``loom.runtime.arguments``).
 
 plus the shared argument checker alone (``ArgumentChecker.bind`` + ``finish``)
-and the whole ``interp`` call for scale.  The raw function comes from the
+and the whole ``interp`` call for scale.  Loom's calls go through the native
+fast path (``loom.runtime._fastcall``) after the first; the row "Python path
+only" is what a call costs without that extension.  When ``bench/.venv-tvm``
+exists, the same kernel built by Apache TVM is called there too, with
+``tvm.runtime.tensor`` arrays and with numpy arrays (passed through DLPack).  The raw function comes from the
 module itself: the JIT address of its symbol for llvm, the loaded shared
 library for c; its ABI is :mod:`loom.runtime.abi` (one word per slot:
 ``A, B, C, n``).
@@ -23,6 +27,9 @@ library for c; its ABI is :mod:`loom.runtime.abi` (one word per slot:
 from __future__ import annotations
 
 import ctypes
+import json
+import pathlib
+import subprocess
 import timeit
 from typing import Any, Callable
 
@@ -92,6 +99,10 @@ def measure(kinds: tuple[str, ...] = ("llvm", "c"), number: int = 20000) -> list
                                     ctypes.byref(err)), number)),
             (f"{kind}: Loom, loom.nd arrays", per_call_us(lambda: func(*nd), number)),
             (f"{kind}: Loom, numpy arrays (aligned)", per_call_us(lambda: func(*aligned), number)),
+            (f"{kind}: Loom, numpy arrays, the module: module(a, b, c)",
+             per_call_us(lambda: module(a, b, c), number)),
+            (f"{kind}: Loom, numpy arrays, Python path only (no native extension)",
+             per_call_us(lambda: func._checked_call(*aligned), number)),
             (f"{kind}: Loom, misaligned views (copied in and out)",
              per_call_us(lambda: func(*misaligned), number // 4)),
         ]
@@ -101,6 +112,38 @@ def measure(kinds: tuple[str, ...] = ("llvm", "c"), number: int = 20000) -> list
     interp = loom.build(s, args, target="interp", name="vadd")
     rows.append((f"interp: whole call, n={LENGTH} (for scale)", per_call_us(lambda: interp(*nd), 50)))
     return rows
+
+
+TVM_PYTHON = pathlib.Path(__file__).resolve().parent / ".venv-tvm" / "bin" / "python"
+
+#: The same kernel and timing in TVM's environment; prints one JSON list of rows.
+_TVM_SNIPPET = """
+import json, timeit, numpy as np, tvm
+from tvm import te
+n = te.var("n")
+A = te.placeholder((n,), name="A"); B = te.placeholder((n,), name="B")
+C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+mod = tvm.build(te.create_prim_func([A, B, C]), target="llvm")
+fn = mod["main"]
+arrays = [np.ones({n}, "float32") for _ in range(3)]
+tensors = [tvm.runtime.tensor(a, tvm.cpu(0)) for a in arrays]
+us = lambda f: min(timeit.repeat(f, number={number}, repeat=5)) / {number} * 1e6
+print(json.dumps([["tvm: tvm.runtime.tensor arrays, mod['main']", us(lambda: fn(*tensors))],
+                  ["tvm: tvm.runtime.tensor arrays, the module: mod(a, b, c)", us(lambda: mod(*tensors))],
+                  ["tvm: numpy arrays (DLPack), mod['main']", us(lambda: fn(*arrays))]]))
+"""
+
+
+def measure_tvm(number: int = 20000) -> list[tuple[str, float]]:
+    """TVM's rows for the same kernel, or none when bench/.venv-tvm is missing or fails."""
+    if not TVM_PYTHON.exists():
+        return []
+    done = subprocess.run([str(TVM_PYTHON), "-c", _TVM_SNIPPET.format(n=LENGTH, number=number)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"call_overhead: TVM's rows failed: {done.stderr.strip()[-300:]}")
+        return []
+    return [(what, us) for what, us in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def markdown(rows: list[tuple[str, float]]) -> str:
@@ -114,7 +157,7 @@ def markdown(rows: list[tuple[str, float]]) -> str:
 
 
 def main() -> None:
-    print(markdown(measure()))
+    print(markdown(measure() + measure_tvm()))
 
 
 if __name__ == "__main__":

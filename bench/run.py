@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (opts.only or opts.no_overhead):
         import call_overhead
 
-        overhead = call_overhead.markdown(call_overhead.measure())
+        overhead = call_overhead.markdown(call_overhead.measure() + call_overhead.measure_tvm())
     text = report(names, results, tvm_version, overhead)
     print("\n" + text)
     if opts.markdown:

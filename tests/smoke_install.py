@@ -41,7 +41,10 @@ INSTALL = (".", "backends/llvm", "backends/c_source")
 #: Where each installed package's files come from, relative to the repository root.
 SOURCES = {"loom": "core", "loom/plugins": "plugins", "loom_llvm": "backends/llvm/loom_llvm",
            "loom_c": "backends/c_source/loom_c"}
-_JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist", ".*")
+# Compiled extensions an editable install built in place are junk too: the wheel must build its own.
+_JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "dist", ".*")
+#: Source files compiled into extension modules (setup.py) rather than installed.
+_COMPILED_SOURCES = (".c",)
 
 
 def _step(message: str) -> None:
@@ -100,7 +103,7 @@ def _files(folder: Path, skip: tuple[str, ...] = ()) -> set[str]:
     out = set()
     for path in folder.rglob("*"):
         rel = path.relative_to(folder)
-        if path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc" \
+        if path.is_file() and "__pycache__" not in rel.parts and path.suffix not in (".pyc", *_COMPILED_SOURCES) \
                 and not any(rel.parts[0] == s for s in skip):
             out.add(rel.as_posix())
     return out
@@ -133,6 +136,11 @@ def check(source_root: Path) -> None:
         skip = ("plugins",) if package == "loom" else ()  # loom/plugins comes from plugins/
         missing = _files(source_root / source) - _files(site / package, skip)
         expect(not missing, f"files of {source}/ missing from the installed {package}/: {sorted(missing)}")
+
+    # The optional native call path was compiled (this machine has a C compiler) and reads numpy arrays right.
+    from loom.runtime.fast_path import native_extension
+
+    expect(native_extension() is not None, "loom.runtime._fastcall was not built or failed its probe")
 
     version = metadata.version("loom-compiler")
     expect(version == loom.__version__, f"loom-compiler {version} installed, loom.__version__ is {loom.__version__}")

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from ..errors import LoomError
 from ..ir import expr as E
@@ -244,19 +244,28 @@ class NativeRunner:
         """The words of a checked call."""
         return pack_values(self.slots, call)
 
+    @property
+    def address(self) -> int:
+        """The address of the compiled function (what the native fast path calls)."""
+        return ctypes.cast(self._fn, ctypes.c_void_p).value or 0  # type: ignore[arg-type]  # a ctypes function
+
     def invoke(self, words: list[int]) -> None:
         """Call the function on packed ``words``; raise :func:`native_error`'s exception when it fails."""
         err = ctypes.c_char_p()
         if self._fn(self._words_t(*words), ctypes.byref(err)) != 0:
-            from .linking import take_pending_error
+            self.fail(ctypes.cast(err, ctypes.c_void_p).value)
 
-            # A Python module called from this native code (a kernel run by the interpreter, a
-            # device driver) raised: re-raise that exception rather than its message.
-            pending = take_pending_error(ctypes.cast(err, ctypes.c_void_p).value)
-            if pending is not None:
-                raise pending
-            raw = err.value
-            raise native_error(raw.decode("utf-8", "replace") if raw else "failed with no message", self.name)
+    def fail(self, error: int | None) -> NoReturn:
+        """Raise for a failed call whose error message is at address ``error`` (0 or None: no message)."""
+        from .linking import take_pending_error
+
+        # A Python module called from this native code (a kernel run by the interpreter, a
+        # device driver) raised: re-raise that exception rather than its message.
+        pending = take_pending_error(error or None)
+        if pending is not None:
+            raise pending
+        raw = ctypes.string_at(error) if error else b""
+        raise native_error(raw.decode("utf-8", "replace") if raw else "failed with no message", self.name)
 
 
 def library_function(lib: ctypes.CDLL, symbol: str, where: str) -> Callable[..., int]:

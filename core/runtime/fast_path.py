@@ -24,11 +24,20 @@ read-only or overlapping call misses, and the full check raises its error.
 
 The fast path serves functions whose buffers all have a zero ``elem_offset``
 (views into a base array bind an offset that the key does not capture).
+
+**The native half.**  Where the C extension ``loom.runtime._fastcall`` is built
+(it is optional: ``pip install`` compiles it when a C compiler is present), a
+function's calls go first to a ``FastCall`` object that every learned layout of
+numpy arrays and Python scalars is copied into.  It makes the same comparisons
+and checks as :meth:`FastPath.__call__` in C and calls the compiled function
+directly, with the GIL released, which brings a call from a few microseconds to
+well under one; anything it was not taught goes on to this module's Python path.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 from typing import Any, Callable, Sequence
 
@@ -36,8 +45,11 @@ import numpy as np
 
 from .arguments import ArgumentChecker, BoundCall
 from .ndarray import NDArray
+from .ndarray import array as nd_array
 
-__all__ = ["FastPath"]
+__all__ = ["FastPath", "native_extension"]
+
+log = logging.getLogger(__name__)
 
 _MEMO_LIMIT = 16
 _from_buffer = ctypes.c_char.from_buffer
@@ -81,6 +93,36 @@ def _key_of(args: Sequence[Any]) -> tuple[Any, ...] | None:
     return tuple(key)
 
 
+def _probe_native() -> Any:
+    """``loom.runtime._fastcall`` when it is built and reads numpy arrays as numpy reports them, else None."""
+    try:
+        from . import _fastcall
+    except ImportError:
+        return None
+    _fastcall.init(np.ndarray, NDArray, NDArray.__dict__["_data"])  # the __slots__ member holding the numpy view
+    readonly = np.arange(6, dtype=np.int16).reshape(2, 3)
+    readonly.flags.writeable = False
+    samples: list[Any] = [np.zeros((3, 5), np.float32), np.zeros((4, 6))[::2, 1::2], readonly, np.array(2.5),
+                          np.empty(0, "u1"), nd_array(np.zeros((2, 3), "int8"))]
+    for sample in samples:
+        arr: Any = sample._data if isinstance(sample, NDArray) else sample
+        data, nd, shape, strides, descr, writeable = _fastcall.probe(sample)
+        if (data, nd, shape, strides, writeable) != (arr.ctypes.data, arr.ndim, arr.shape, arr.strides,
+                                                     arr.flags.writeable) or descr is not arr.dtype:
+            log.warning("loom.runtime._fastcall reads numpy %s arrays differently from numpy %s; calls take "
+                        "the Python path", arr.dtype, np.__version__)
+            return None
+    return _fastcall
+
+
+_NATIVE: Any = _probe_native()
+
+
+def native_extension() -> Any:
+    """The loaded native fast-path extension, or None when calls take the Python path only."""
+    return _NATIVE
+
+
 class FastPath:
     """Memoized argument layouts of one native function (see module docstring).
 
@@ -89,7 +131,7 @@ class FastPath:
     :param pack: packs the words of a checked call (``pack_values`` over the slots).
     """
 
-    __slots__ = ("_invoke", "_pack", "_slots", "_written", "_memo")
+    __slots__ = ("_invoke", "_pack", "_alignments", "_slots", "_written", "_memo", "_native")
 
     def __init__(self, checker: ArgumentChecker, invoke: Callable[[list[int]], None],
                  pack: Callable[[BoundCall], list[int]]) -> None:
@@ -99,10 +141,28 @@ class FastPath:
         #: (parameter index, required alignment, whether the function writes it) of every pointer parameter.
         alignments = checker.pointer_alignments
         assert alignments is not None, "FastPath.applies_to(checker) is False"
+        self._alignments = alignments
         self._slots = tuple((k, a, k in checker.written) for k, a in enumerate(alignments) if a is not None)
         #: Per layout key: the packed words, and (i, bytes of i, j, bytes of j) for each pair of
         #: arguments whose memory must not overlap.
         self._memo: dict[tuple[Any, ...], tuple[list[int], tuple[tuple[int, int, int, int], ...]]] = {}
+        self._native: Any = None
+
+    def native_caller(self, runner: Any, fallback: Callable[..., Any]) -> Callable[..., Any] | None:
+        """A native ``FastCall`` of ``runner``'s compiled function that hands what it cannot run to ``fallback``.
+
+        ``runner`` needs ``address`` (the function's address), ``fail(error_address)``
+        (raises a failed call's error) and ``slots`` (the ABI words).  None when the
+        extension is not built or the runner is not a compiled function; from then
+        on :meth:`learn` teaches the caller every layout it can run.
+        """
+        address = getattr(runner, "address", 0) if _NATIVE is not None else 0
+        if not address:
+            return None
+        written = tuple(k in self._written for k in range(len(self._alignments)))
+        self._native = _NATIVE.FastCall(address, self._alignments, written, fallback, runner.fail, runner,
+                                        len(runner.slots))
+        return self._native
 
     @staticmethod
     def applies_to(checker: ArgumentChecker) -> bool:
@@ -164,5 +224,8 @@ class FastPath:
                     disjoint.append((i, ri[2] - ri[1], j, rj[2] - rj[1]))
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
-        self._memo[key] = (self._pack(call), tuple(disjoint))
+        words, pairs = self._pack(call), tuple(disjoint)
+        self._memo[key] = (words, pairs)
+        if self._native is not None:
+            self._native.learn(tuple(args), words, pairs)  # False (nothing learned) for loom.nd arrays
 

@@ -53,7 +53,7 @@ class ModuleFunction(PackedFunc):
     parameters; results are written into the arrays, and the call returns None.
     """
 
-    __slots__ = ("module", "_bind", "_run", "_fast")
+    __slots__ = ("module", "_bind", "_run", "_fast", "_call")
 
     def __init__(self, name: str, module: Module, checker: ArgumentChecker, run: Runner) -> None:
         self.name = name
@@ -64,6 +64,9 @@ class ModuleFunction(PackedFunc):
         invoke, pack = getattr(run, "invoke", None), getattr(run, "pack", None)
         self._fast = FastPath(checker, invoke, pack) if invoke is not None and pack is not None and \
             FastPath.applies_to(checker) else None
+        #: What a call runs: the native fast path (falling back to the checked call) where it is built.
+        self._call: Callable[..., Any] = \
+            (self._fast is not None and self._fast.native_caller(run, self._checked_call)) or self._checked_call
 
     @property
     def func(self) -> Callable[..., Any]:
@@ -71,6 +74,9 @@ class ModuleFunction(PackedFunc):
         return self
 
     def __call__(self, *args: Any) -> Any:
+        return self._call(*args)
+
+    def _checked_call(self, *args: Any) -> Any:
         fast = self._fast
         if fast is not None and fast(args):
             return None
@@ -296,10 +302,13 @@ class Module:
         return name in self._signatures
 
     def __call__(self, *args: Any) -> Any:
-        entry = self.entry_name
-        if not entry:
-            raise LoomValueError(f"this {self.type_key} module holds no function and imports none")
-        return self.get_function(entry, query_imports=True)(*args)
+        found = self._packed.get(self._entry)  # the entry is usually this module's own function, made already
+        if found is None:
+            entry = self.entry_name
+            if not entry:
+                raise LoomValueError(f"this {self.type_key} module holds no function and imports none")
+            found = self.get_function(entry, query_imports=True)
+        return found(*args)
 
     def __repr__(self) -> str:
         return f"<loom.runtime.Module {self.type_key}: {', '.join(self._signatures)}>"
