@@ -69,6 +69,10 @@ class StatementRenderer:
     stack_limit: ClassVar[int]
     openmp: bool
     parallel_pragma: ClassVar[str]
+
+    def parallel_pragma_for(self, s: S.For, extent: str) -> str:
+        """The pragma line of the outermost parallel loop ``s`` whose extent renders as ``extent``."""
+        return self.parallel_pragma
     thread_idx: ClassVar[dict[str, str]]
     _lines: list[str]
     _depth: int
@@ -255,7 +259,7 @@ class StatementRenderer:
                          "allocates off the stack, whose errors an OpenMP loop cannot return", s.loop_var.name)
             parallel = False
         if parallel:
-            self.emit(self.parallel_pragma)
+            self.emit(self.parallel_pragma_for(s, extent))
         elif s.kind == S.ForKind.UNROLLED:
             self.emit(f"#pragma GCC unroll {min(s.extent.value, 65534)}" if isinstance(s.extent, E.IntImm)
                       else "#pragma GCC unroll 8")

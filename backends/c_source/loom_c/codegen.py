@@ -23,8 +23,9 @@ CPU's native calling convention of :mod:`loom.runtime.abi`:
   A failing callee makes the caller return -1 with the callee's message;
 * ``call_packed`` calls the runtime's ``loom_rt_call_packed`` slot (:mod:`loom_c.packed`).
 
-Vector values use GCC vector types; parallel loops get ``#pragma omp parallel
-for`` when OpenMP is on.  Signed arithmetic wraps like the IR's only when
+Vector values use GCC vector types, with vector shifts, bit operations, selects
+and casts where the lanes allow (:mod:`loom_c.vector_ops`); parallel loops get
+``#pragma omp parallel for`` when OpenMP is on.  Signed arithmetic wraps like the IR's only when
 compiled with ``-fwrapv`` (:func:`loom_c.cc.c_flags` always adds it).
 Math intrinsics that LowerIntrin did not lower go through
 :func:`loom_c.intrinsic_rules.rules_for`.
@@ -52,6 +53,7 @@ from typing import Any, ClassVar
 import attrs
 
 from loom.codegen import CodegenError, CStyleRenderer, Release, sanitize
+from loom.codegen.parallel_work import min_iterations_per_thread
 from loom.ir import expr as E
 from loom.ir import stmt as S
 from loom.ir.function import IRModule, PrimFunc
@@ -62,6 +64,7 @@ from loom.runtime.packed import PACKED_CALL_SYMBOL
 
 from .intrinsic_rules import rules_for
 from .packed import PACKED_CALL_TYPEDEF, render_call_packed
+from .vector_ops import VECTOR_CODE_FOR_OP
 
 __all__ = ["CRenderer", "CSource", "generate"]
 
@@ -91,17 +94,26 @@ class CRenderer(CStyleRenderer):
     preamble: ClassVar[str] = (
         CStyleRenderer.preamble.rstrip("\n") + "\n\n/* Threads of parallel loops, set by the runtime (0: OpenMP's "
         f"default). */\n{_VISIBLE} int32_t {THREADS_SYMBOL} = 0;\n")
-    parallel_pragma: ClassVar[str] = "#pragma omp parallel for schedule(static) num_threads(loom_thread_count())"
+    # At most one thread per min_iterations iterations: small loops run on the calling thread alone
+    # (loom.codegen.parallel_work).
     parallel_preamble: ClassVar[str] = (
         "int omp_get_max_threads(void);\n"
-        f"static inline int loom_thread_count(void) {{ return {THREADS_SYMBOL} > 0 ? {THREADS_SYMBOL} : "
-        "omp_get_max_threads(); }\n")
+        "static inline int loom_thread_count(int64_t extent, int64_t min_iterations) {\n"
+        f"  int64_t t = {THREADS_SYMBOL} > 0 ? {THREADS_SYMBOL} : omp_get_max_threads();\n"
+        "  if (min_iterations > 1 && extent / min_iterations < t) t = extent / min_iterations;\n"
+        "  return t < 1 ? 1 : (int)t;\n}\n")
     #: The most argument pointers are assumed aligned to (what the runtime guarantees).
     param_alignment: ClassVar[int] = NATIVE_ALIGNMENT
-    code_for_op: ClassVar[dict[Any, Any]] = {**CStyleRenderer.code_for_op, "tir.call_packed": render_call_packed}
+    code_for_op: ClassVar[dict[Any, Any]] = {**CStyleRenderer.code_for_op, **VECTOR_CODE_FOR_OP,
+                                             "tir.call_packed": render_call_packed}
 
     def __init__(self, openmp: bool = False, target: Any = None) -> None:
         super().__init__(openmp, rules_for(target))
+
+    def parallel_pragma_for(self, s: S.For, extent: str) -> str:
+        min_iterations = min_iterations_per_thread(s.body)
+        return ("#pragma omp parallel for schedule(static) "
+                f"num_threads(loom_thread_count((int64_t)({extent}), {min_iterations}))")
 
     # -- the calling convention ------------------------------------------------------
 

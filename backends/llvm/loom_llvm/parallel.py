@@ -15,7 +15,9 @@ the enclosing function emits::
     if closure.error: *error = closure.error; return -1    ; freeing its live heap memory
 
 ``threads`` is ``loom_num_threads`` (the module global the runtime sets from
-``LOOM_NUM_THREADS``; 0 asks ``omp_get_max_threads()``), capped at ``n``.  Every
+``LOOM_NUM_THREADS``; 0 asks ``omp_get_max_threads()``), capped at ``n`` and at
+one thread per ``PARALLEL_GRAIN`` elements of work (:mod:`loom.codegen.parallel_work`:
+a small loop runs on the calling thread alone, whose team of one wakes nobody).  Every
 thread of the team, the caller included, runs ``void @f.parallel(i8* closure)``:
 it takes its static, contiguous chunk of ``[lo, lo + n)`` from
 ``omp_get_thread_num()``/``omp_get_num_threads()`` and calls
@@ -45,6 +47,7 @@ from loom.errors import LoomError
 from loom.ir import expr as E
 from loom.ir import stmt as S
 from loom.ir.functor import Visitor
+from loom.codegen.parallel_work import min_iterations_per_thread
 from loom.runtime.native_library import THREADS_SYMBOL
 
 from .codegen_expr import PTR, llvm_type
@@ -197,14 +200,20 @@ def _emit_worker(em: StmtEmitter, name: str, body_fn: ir.Function, struct: ir.Li
     return fn
 
 
-def _team_size(em: StmtEmitter, extent: ir.Value, signed: bool) -> ir.Value:
-    """``min(extent, loom_num_threads or omp_get_max_threads())``, at least 1, as i32."""
+def _team_size(em: StmtEmitter, extent: ir.Value, signed: bool, min_iterations: int) -> ir.Value:
+    """``min(extent // min_iterations, loom_num_threads or omp_get_max_threads())``, at least 1, as i32.
+
+    ``min_iterations`` is how many iterations make a thread's share worth waking it for
+    (:mod:`loom.codegen.parallel_work`).
+    """
     b = em.builder
     wanted = b.load(thread_count_global(em.module), name="threads.wanted")
     wanted = b.select(b.icmp_signed("<=", wanted, ir.Constant(I32, 0)),
                       b.call(_openmp(em, "omp_get_max_threads"), []), wanted, name="threads.max")
     wide = ir.IntType(max(extent.type.width, 33))  # holds every extent and thread count, signed
     ext, w = _resize(b, extent, wide, signed), _resize(b, wanted, wide)
+    if min_iterations > 1:
+        ext = b.sdiv(ext, ir.Constant(wide, min_iterations), name="threads.by_work")
     team = b.select(b.icmp_signed("<", ext, w), ext, w)
     team = b.select(b.icmp_signed("<", team, ir.Constant(wide, 1)), ir.Constant(wide, 1), team)
     return _resize(b, team, I32)
@@ -245,7 +254,8 @@ def emit_parallel_for(em: StmtEmitter, s: S.For) -> None:
     for k, v in enumerate([lo, n, *values]):
         b.store(v, slot(k + 1))
     gomp = em.extern("GOMP_parallel", ir.VoidType(), [_REGION_FN.as_pointer(), PTR, I32, I32])
-    b.call(gomp, [worker, b.bitcast(closure, PTR), _team_size(em, n, signed), ir.Constant(I32, 0)])
+    team = _team_size(em, n, signed, min_iterations_per_thread(s.body))
+    b.call(gomp, [worker, b.bitcast(closure, PTR), team, ir.Constant(I32, 0)])
 
     message = b.load(slot(0), name="region.error")
     failed, done = b.append_basic_block("region.failed"), b.append_basic_block("region.done")

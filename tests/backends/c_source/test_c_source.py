@@ -40,15 +40,16 @@ def test_golden_saxpy() -> None:
         "const float alpha = (float)loom_f64_of_bits(args[2]);",
         "const int32_t n = (int32_t)args[3];",
         "(void)error;",
-        "#pragma omp parallel for schedule(static) num_threads(loom_thread_count())",
+        # At most one thread per 32768 iterations of one store each (loom.codegen.parallel_work).
+        "#pragma omp parallel for schedule(static) num_threads(loom_thread_count((int64_t)(n), 32768))",
         "for (int32_t i = 0; i < n; ++i) {",
         "B[i] = ((alpha * A[i]) + B[i]);",
     ]
     assert body[9:] == ["}", "return 0;", "}"]
     head = lines(text[:text.index("int32_t saxpy(")])
     assert '__attribute__((visibility("default"))) int32_t loom_num_threads = 0;' in head
-    assert ("static inline int loom_thread_count(void) { return loom_num_threads > 0 ? loom_num_threads : "
-            "omp_get_max_threads(); }") in head
+    assert "static inline int loom_thread_count(int64_t extent, int64_t min_iterations) {" in head
+    assert "int64_t t = loom_num_threads > 0 ? loom_num_threads : omp_get_max_threads();" in head
 
 
 def test_golden_without_openmp_or_noalias() -> None:
