@@ -26,8 +26,8 @@ from workloads import Timing, Workload, check
 __all__ = ["Result", "Candidate", "numpy_candidate", "loom_candidate", "interleave", "table_rows", "failures",
            "markdown_table", "text_table", "machine_info", "ratio", "IMPLS", "HEADER"]
 
-#: Column order of the implementations in tables.
-IMPLS = ("numpy", "loom llvm", "loom c", "tvm")
+#: Column order of the implementations in tables (``-fast_math`` rows only for kernels with math functions).
+IMPLS = ("numpy", "loom llvm", "loom llvm -fast_math", "loom c", "loom c -fast_math", "tvm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,10 +86,13 @@ def numpy_candidate(wl: Workload, timing: Timing) -> Candidate:
 
 
 def loom_candidate(wl: Workload, target: str, build: Callable[[str, str], object], timing: Timing) -> Candidate:
-    """``wl`` built with ``build(name, target)``, checked, and timed with ``time_evaluator``."""
+    """``wl`` built with ``build(name, target)``, checked, and timed with ``time_evaluator``.
+
+    The implementation is called ``loom <kind>``, plus ``-fast_math`` when the target has it.
+    """
     import loom
 
-    impl = f"loom {target.split()[0]}"
+    impl = f"loom {target.split()[0]}" + (" -fast_math" if "-fast_math" in target.split() else "")
     try:
         module = build(wl.name, target)
         host = wl.inputs(np.random.default_rng(0))

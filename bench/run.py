@@ -7,6 +7,8 @@
 every installed native target and, when ``bench/.venv-tvm`` exists (``make
 bench-env``), the same kernel with the same schedule in TVM's API
 (``tvm_kernels.py``, in a process of that environment: ``tvm_client.py``).
+Kernels that call math functions (``FAST_MATH``: the softmax's ``exp``) are also
+built for ``llvm -fast_math`` and ``c -fast_math`` (``loom.ir.fast_math``).
 Each output is checked against a float64 numpy reference, then the
 implementations are timed in turns (``harness.interleave``).  It prints the
 machine, a markdown table (time, GFLOP/s or GB/s, speed relative to numpy and
@@ -47,12 +49,18 @@ import workloads  # noqa: E402
 from harness import Result  # noqa: E402
 from tvm_client import TvmClient, TvmUnavailable  # noqa: E402
 
-#: (workload, compared with, speed ratio needed, description): the targets for Loom's llvm backend.
+#: (workload, Loom implementation, compared with, speed ratio needed, description): the targets for Loom's
+#: llvm backend.
 TARGETS = [
-    ("matmul_blocked", "tvm", 0.9, "blocked matmul >= 0.9x TVM (same schedule)"),
-    ("matmul_blocked", "numpy", 0.5, "blocked matmul >= 0.5x numpy (BLAS)"),
-    ("vadd", "numpy", 0.8, "vector add >= 0.8x numpy"),
+    ("matmul_blocked", "loom llvm", "tvm", 0.9, "blocked matmul >= 0.9x TVM (same schedule)"),
+    ("matmul_blocked", "loom llvm", "numpy", 0.5, "blocked matmul >= 0.5x numpy (BLAS)"),
+    ("vadd", "loom llvm", "numpy", 0.8, "vector add >= 0.8x numpy"),
+    ("softmax", "loom llvm -fast_math", "numpy", 2.0, "row softmax, `-fast_math`, >= 2x numpy"),
+    ("softmax", "loom llvm -fast_math", "tvm", 2.0, "row softmax, `-fast_math`, >= 2x TVM with `te.exp`"),
 ]
+
+#: Workloads whose kernels call math functions: also built with ``-fast_math`` (loom.ir.fast_math).
+FAST_MATH = frozenset({"softmax"})
 
 
 def native_targets() -> list[str]:
@@ -70,12 +78,13 @@ def measure_all(names: list[str], quick: bool, tvm: TvmClient | None, log=print)
     results = []
     for name in names:
         wl = workloads.get(name)
+        variants = [v for t in targets for v in ([t, f"{t} -fast_math"] if name in FAST_MATH else [t])]
         candidates = [harness.numpy_candidate(wl, policy),
-                      *(harness.loom_candidate(wl, t, kernels.build, policy) for t in targets),
+                      *(harness.loom_candidate(wl, t, kernels.build, policy) for t in variants),
                       *([tvm.candidate(wl)] if tvm else [])]
         batch = harness.interleave(candidates, policy, slow=wl.slow)
         for r in batch:
-            log(f"  {name:<15} {r.impl:<10} " + (f"{r.seconds * 1e3:9.2f} ms" if r.seconds else r.failed))
+            log(f"  {name:<15} {r.impl:<20} " + (f"{r.seconds * 1e3:9.2f} ms" if r.seconds else r.failed))
         results += batch
     return results
 
@@ -83,10 +92,10 @@ def measure_all(names: list[str], quick: bool, tvm: TvmClient | None, log=print)
 def targets_report(results: list[Result]) -> str:
     by_key = {(r.workload, r.impl): r.seconds for r in results}
     lines = []
-    for name, versus, needed, what in TARGETS:
-        if (name, "loom llvm") not in by_key:
+    for name, impl, versus, needed, what in TARGETS:
+        if (name, impl) not in by_key:
             continue
-        got = harness.ratio(by_key.get((name, versus)), by_key.get((name, "loom llvm")))
+        got = harness.ratio(by_key.get((name, versus)), by_key.get((name, impl)))
         verdict = "n/a" if got is None else ("met" if got >= needed else "NOT met")
         lines.append(f"- {what}: {'-' if got is None else f'{got:.2f}x'} ({verdict})")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from .ir.intrin import (
     log10, popcount, power, reinterpret, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
     call_pure_extern, call_llvm_intrin, call_llvm_pure_intrin, call_packed,
 )
+from .ir.fast_math import fast_erf, fast_exp, fast_log, fast_sigmoid, fast_tanh
 from .ir.bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.serialize import load_json, save_json
@@ -49,6 +50,7 @@ __all__ = [
     "min_value", "max_value", "all", "any",
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "power",
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
+    "fast_exp", "fast_log", "fast_tanh", "fast_sigmoid", "fast_erf",
     "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_intrin", "call_llvm_pure_intrin",
     "call_packed", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
     "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",

@@ -115,11 +115,15 @@ def _probe_native() -> Any:
     return _fastcall
 
 
-_NATIVE: Any = _probe_native()
+_UNPROBED: Any = object()
+_NATIVE: Any = _UNPROBED  # probed when the first function is made: the probe allocates a loom.nd array
 
 
 def native_extension() -> Any:
     """The loaded native fast-path extension, or None when calls take the Python path only."""
+    global _NATIVE
+    if _NATIVE is _UNPROBED:
+        _NATIVE = _probe_native()
     return _NATIVE
 
 
@@ -156,11 +160,12 @@ class FastPath:
         extension is not built or the runner is not a compiled function; from then
         on :meth:`learn` teaches the caller every layout it can run.
         """
-        address = getattr(runner, "address", 0) if _NATIVE is not None else 0
+        native = native_extension()
+        address = getattr(runner, "address", 0) if native is not None else 0
         if not address:
             return None
         written = tuple(k in self._written for k in range(len(self._alignments)))
-        self._native = _NATIVE.FastCall(address, self._alignments, written, fallback, runner.fail, runner,
+        self._native = native.FastCall(address, self._alignments, written, fallback, runner.fail, runner,
                                         len(runner.slots))
         return self._native
 

@@ -86,7 +86,10 @@ def _binary(cls: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     return cls(_bcast(a, lanes), _bcast(b, lanes))
 
 
-def _elementwise(op: Any) -> bool:
+def _elementwise(e: E.Call) -> bool:
+    op = e.op
+    if isinstance(op, Op) and op.name == "tir.reinterpret":  # lane-wise when each lane keeps its width
+        return e.dtype.bits == e.args[0].dtype.bits
     return isinstance(op, Op) and op.info.pure and op.info.numpy_impl is not None
 
 
@@ -178,7 +181,7 @@ class _Vectorizer(Mutator):
         if is_op_call(e, "tir.if_then_else") and self.varies(e):
             cond, then, other = e.args
             e = E.Call(e.dtype, e.op, [cond, _GuardDivisors(cond).visit(then), _GuardDivisors(E.Not(cond)).visit(other)])
-        if not _elementwise(e.op):
+        if not _elementwise(e):
             if self.varies(e) or (isinstance(e.op, Op) and not e.op.info.pure) or not isinstance(e.op, Op):
                 raise _Scalarize(f"call of {getattr(e.op, 'name', e.op)} is not lane-wise")
             return e

@@ -45,7 +45,7 @@ def test_backend_is_discovered(dist, name, module, kind, device_type, keys):
 def test_c_kind_schema():
     _require("loom-c")
     t = loom.target.Target("c")
-    assert t.attrs == {"compiler": "cc", "flags": "-O3 -march=native", "openmp": True}
+    assert t.attrs == {"compiler": "cc", "flags": "-O3 -march=native", "openmp": True, "fast_math": False}
     assert loom.target.Target("c -compiler=clang -openmp=0").attrs["openmp"] is False
 
 

@@ -15,7 +15,8 @@ CUDA = TargetKind(
 )
 C = TargetKind(
     "c", "cpu",
-    {"compiler": AttrSpec(str, "cc"), "flags": AttrSpec(str), "openmp": AttrSpec(bool)},
+    {"compiler": AttrSpec(str, "cc"), "flags": AttrSpec(str), "openmp": AttrSpec(bool),
+     "fast_math": AttrSpec(bool, False)},
     default_keys=("cpu",),
 )
 INTERP = TargetKind("interp", "cpu", {}, default_keys=("cpu", "interp"))

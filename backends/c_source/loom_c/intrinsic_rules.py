@@ -9,6 +9,10 @@ float64 -> ``exp``), which the renderer calls lane by lane on vectors;
 ``sigmoid`` is ``1 / (1 + exp(-x))`` and ``rsqrt`` ``1 / sqrt(x)`` in IR; ``round``
 is ``nearbyint`` (ties to even under the default rounding mode, as numpy's round).
 Other float widths have no C type here: their calls are left alone.
+With ``-fast_math`` (``c -fast_math``), ``exp``, ``log``, ``tanh``, ``sigmoid``
+and ``erf`` of float32/float64 become the expansions of :mod:`loom.ir.fast_math`
+(a polynomial in plain IR, 1-2 ulp), which stay vector code instead of one
+library call per lane.
 
 >>> import loom
 >>> rules = rules_for(None)
@@ -16,6 +20,9 @@ Other float widths have no C type here: their calls are left alone.
 call_pure_extern('float32', 'expf', x)
 >>> print(rules["tir.rsqrt"](loom.rsqrt(loom.var("y", "float64"))))
 float64(1.0) / call_pure_extern('float64', 'sqrt', y)
+>>> fast = rules_for(loom.target.Target("c -fast_math"))
+>>> "expf" in str(fast["tir.exp"](loom.exp(loom.var("x", "float32"))))
+False
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any, Callable
 from loom.errors import LoomTypeError
 from loom.ir import expr as E
 from loom.ir.dtype import DataType
+from loom.ir.fast_math import EXPANSIONS
 from loom.ir.intrin import call_pure_extern
 
 __all__ = ["rules_for", "C_FUNCTIONS"]
@@ -82,10 +90,18 @@ def _rsqrt(t: DataType, args: list[E.PrimExpr]) -> E.PrimExpr:
     return E.Div(_splat(t, 1.0), call_pure_extern(t, _libm("sqrt", t), args[0]))
 
 
+def _expansion(expand: Callable[[E.PrimExpr], E.PrimExpr]) -> Rule:
+    """The :mod:`loom.ir.fast_math` expansion (float32/float64 only, as every rule here)."""
+    return _c_float(lambda t, args: expand(args[0]))
+
+
 def rules_for(target: Any) -> dict[str, Rule]:
     """The ``c`` target's lowering rule of each math op (``target`` may be None: the defaults)."""
-    return {
+    rules = {
         **{op: _function(name) for op, name in C_FUNCTIONS.items()},
         "tir.sigmoid": _c_float(_sigmoid),
         "tir.rsqrt": _c_float(_rsqrt),
     }
+    if target is not None and target.attrs.get("fast_math"):
+        rules.update({op: _expansion(expand) for op, expand in EXPANSIONS.items()})
+    return rules

@@ -18,6 +18,8 @@ def loom_target_kinds() -> list[Any]:
             "compiler": AttrSpec(str, "cc", doc="C compiler executable"),
             "flags": AttrSpec(str, "-O3 -march=native", doc="flags passed to the compiler"),
             "openmp": AttrSpec(bool, True, doc="compile parallel loops with OpenMP"),
+            "fast_math": AttrSpec(bool, False, doc="exp, log, tanh, sigmoid, erf as vectorizable polynomials "
+                                                   "(loom.fast_exp...: 1-2 ulp) instead of libm calls per lane"),
         },
         default_keys=("cpu",),
         doc="C source compiled with the system C compiler",

@@ -15,6 +15,12 @@ code generator applies the same table to any call LowerIntrin did not see.
 * 16-bit floats compute as the interpreter does: a bfloat16 op in float32,
   rounded once; a float16 op in float16 steps, with each library call made in
   float32 (operands cast up, the result cast back).
+* With ``-fast_math`` (``llvm -fast_math``), ``exp``, ``log``, ``tanh``,
+  ``sigmoid`` and ``erf`` become the vectorizable expansions of
+  :mod:`loom.ir.fast_math` (a polynomial in plain IR, 1-2 ulp) instead of
+  ``llvm.exp`` (which LLVM scalarizes into one ``expf`` call per lane) or libm.
+  Nothing else changes: float arithmetic is still not reassociated, which
+  would break the expansions' exact steps (and change reductions' results).
 
 >>> import loom
 >>> from loom.ir.op import Op
@@ -23,6 +29,9 @@ code generator applies the same table to any call LowerIntrin did not see.
 call_llvm_pure_intrin('float32', 'llvm.exp', x)
 >>> print(rules["tir.tanh"](loom.tanh(loom.var("y", "float64"))))
 call_pure_extern('float64', 'tanh', y)
+>>> fast = rules_for(loom.target.Target("llvm -fast_math"))
+>>> "llvm.exp" in str(fast["tir.exp"](loom.exp(loom.var("x", "float32"))))
+False
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import Any, Callable
 from loom.errors import LoomTypeError
 from loom.ir import expr as E
 from loom.ir.dtype import DataType
+from loom.ir.fast_math import EXPANSIONS
 from loom.ir.intrin import call_llvm_pure_intrin, call_pure_extern
 
 __all__ = ["rules_for", "LLVM_INTRINSICS", "LIBM_FUNCTIONS"]
@@ -116,12 +126,26 @@ def _power(t: DataType, args: list[E.PrimExpr]) -> E.PrimExpr:
     return _llvm("llvm.pow")(t, [x, y])
 
 
+def _fast(op: str) -> Rule:
+    """The :mod:`loom.ir.fast_math` expansion of ``op`` (16-bit floats in float32, rounded once)."""
+    expand = EXPANSIONS[op]
+
+    def rule(call: E.Call) -> E.PrimExpr:
+        _check_float(call)
+        return expand(call.args[0])
+
+    return rule
+
+
 def rules_for(target: Any) -> dict[str, Rule]:
     """The llvm target's lowering rule of each math op (``target`` may be None: the defaults)."""
-    return {
+    rules = {
         **{op: _float_rule(_llvm(name)) for op, name in LLVM_INTRINSICS.items()},
         **{op: _float_rule(_libm(name)) for op, name in LIBM_FUNCTIONS.items()},
         "tir.sigmoid": _float_rule(_sigmoid),
         "tir.rsqrt": _float_rule(_rsqrt),
         "tir.power": _float_rule(_power),
     }
+    if target is not None and target.attrs.get("fast_math"):
+        rules.update({op: _fast(op) for op in EXPANSIONS})
+    return rules

@@ -70,6 +70,8 @@ def loom_target_kinds() -> list[Any]:
             "mattr": AttrSpec(list, doc="CPU features, e.g. +avx2,+fma (default: the host's)"),
             "opt_level": AttrSpec(int, 3, doc="LLVM optimisation level 0-3"),
             "fp_contract": AttrSpec(bool, True, doc="fuse float a * b + c into FMA instructions (one rounding)"),
+            "fast_math": AttrSpec(bool, False, doc="exp, log, tanh, sigmoid, erf as vectorizable polynomials "
+                                                   "(loom.fast_exp...: 1-2 ulp) instead of llvm.exp / libm"),
             "num_cores": AttrSpec(int, doc="threads for parallel loops unless LOOM_NUM_THREADS is set (default: usable cores)"),
         },
         default_keys=("cpu",),

@@ -280,7 +280,8 @@ def test_names_alike_once_sanitised_get_distinct_symbols() -> None:
     assert src.symbols == {"a.b": "loom_fn_a_2eb", "a-b": "loom_fn_a_2db"}
 
 
-@pytest.mark.parametrize("name", ["loom_c.cc", "loom_c.codegen", "loom_c.intrinsic_rules", "loom_c.runtime"])
+@pytest.mark.parametrize("name", ["loom_c.cc", "loom_c.codegen", "loom_c.intrinsic_rules", "loom_c.runtime",
+                                  "loom_c.vector_ops"])
 def test_docstring_examples(name: str, tmp_path, monkeypatch) -> None:
     import doctest
     import importlib
