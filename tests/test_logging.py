@@ -95,7 +95,8 @@ def test_loom_log_level_debug_shows_passes_stages_cache_and_compiler_commands(tm
         assert expected in err, f"{expected!r} missing from:\n{err}"
     second = _child(code, tmp_path, LOOM_LOG_LEVEL="DEBUG")
     assert second.returncode == 0, second.stderr
-    assert "c backend: compile cache hit: " in second.stderr
+    assert "c backend: build cache hit: " in second.stderr  # keyed before lowering: no stage runs
+    assert "lower triple" not in second.stderr
     assert "compile stage" not in second.stderr and "[DEBUG loom.backends.c]" not in second.stderr
     quiet = _child(code, tmp_path, LOOM_LOG_LEVEL="WARNING")
     assert quiet.returncode == 0 and quiet.stderr == ""

@@ -282,15 +282,28 @@ def _build_siblings(kids: tuple[Pattern, ...], m: Match, hint: Optional[DataType
 class Rule:
     """``lhs -> rhs`` when ``when(match)`` holds.  ``rhs`` may be a function of the match."""
 
-    __slots__ = ("lhs", "rhs", "when")
+    __slots__ = ("lhs", "rhs", "when", "_root", "_kinds")
 
     def __init__(self, lhs: Pattern, rhs: Union[Pattern, int, Callable[[Match], Any]],
                  when: Optional[Callable[[Match], bool]] = None) -> None:
         self.lhs = lhs
         self.rhs = rhs if callable(rhs) and not isinstance(rhs, Pattern) else _lift(rhs)
         self.when = when
+        # The node type each operand must have (an op pattern's, a constant's IntImm): most rules tried
+        # fail on an operand's type, which this checks before a Match is made.
+        self._root: Optional[type] = lhs.op if isinstance(lhs, POp) else None
+        self._kinds: tuple[tuple[str, type], ...] = ()
+        if isinstance(lhs, POp):
+            self._kinds = tuple((f, k.op if isinstance(k, POp) else E.IntImm) for f, k in zip(lhs.fields, lhs.kids)
+                                if isinstance(k, (POp, PConst, PInt)))
 
     def apply(self, e: E.PrimExpr, an: Analyzer) -> Optional[E.PrimExpr]:
+        if self._kinds:
+            if type(e) is not self._root:
+                return None
+            for field, kind in self._kinds:
+                if type(getattr(e, field)) is not kind:
+                    return None
         m = Match(an, e)
         if not self.lhs.match(e, m) or (self.when is not None and not self.when(m)):
             return None

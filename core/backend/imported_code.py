@@ -41,7 +41,7 @@ from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
-from ..ir.functor import post_order_visit
+from ..ir.node import traversal_fields
 from ..runtime.native_library import run_compiler
 
 __all__ = ["IMPORT_KINDS", "imported_code", "imported_sources", "sources_of", "compile_c_library"]
@@ -70,15 +70,51 @@ def imported_code(mod: IRModule | PrimFunc) -> dict[str, list[str]]:
 
     funcs = [mod] if isinstance(mod, PrimFunc) else [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
     for f in funcs:
-        post_order_visit(f.body, visit)
+        for n in _statements_post_order(f.body):
+            visit(n)
     return {kind: list(texts) for kind, texts in found.items()}
+
+
+def _statements_post_order(body: S.Stmt) -> list[S.Stmt]:
+    """The statements of ``body``, children first (as ``post_order_visit`` meets them).
+
+    Expressions hold no statements, so they are not walked: the renderers ask for every build.
+    """
+    out: list[S.Stmt] = []
+    stack: list[tuple[Any, bool]] = [(body, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            out.append(n)
+            continue
+        stack.append((n, True))
+        kids: list[Any] = []
+        for name in _stmt_fields(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, S.Stmt):
+                kids.append(v)
+            elif isinstance(v, tuple):
+                kids.extend(x for x in v if isinstance(x, S.Stmt))
+        stack.extend((k, False) for k in reversed(kids))
+    return out
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _stmt_fields(cls: type) -> tuple[str, ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f.name for f in traversal_fields(cls))
+    return found
 
 
 def imported_sources(mod: IRModule | PrimFunc) -> dict[str, str]:
     """The imported texts as render-stage sources: ``{"import_c_0.c": text, "import_llvm_0.ll": text, ...}``."""
     out: dict[str, str] = {}
+    code = imported_code(mod)
     for key, (kind, suffix) in IMPORT_KINDS.items():
-        for k, text in enumerate(imported_code(mod)[kind]):
+        for k, text in enumerate(code[kind]):
             out[f"{key}_{k}.{suffix}"] = text
     return out
 

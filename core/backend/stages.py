@@ -38,8 +38,8 @@ from ..ir.functor import post_order_visit
 from ..target import Target, list_kinds
 from .base import Artifact, Backend, BackendOptions, ModuleInfo, THREAD_SEMANTICS, signature_of
 
-__all__ = ["BackendError", "get_backend", "build_module", "load_artifact", "stats", "reset_backend_cache",
-           "called_functions"]
+__all__ = ["BackendError", "get_backend", "build_module", "load_artifact", "load_cached", "stats",
+           "reset_backend_cache", "called_functions"]
 
 log = logging.getLogger(__name__)
 
@@ -280,6 +280,17 @@ def _compiled(stages: _Stages, sources: dict[str, str], options: BackendOptions)
     _count("cache_misses" if built else "cache_hits")
     log.debug("%s backend: compile cache %s: %s", stages.kind, "miss, compiled into" if built else "hit", path)
     return Artifact(data, path)
+
+
+def load_cached(data: Artifact, info: ModuleInfo) -> Any:
+    """Load what an earlier build of the same inputs compiled (:mod:`loom.driver.build_cache`).
+
+    It counts as a build whose artifact came from the cache: a hit and no compile.
+    """
+    module = load_artifact(data, info)
+    _count("builds")
+    _count("cache_hits")
+    return module
 
 
 def load_artifact(data: bytes, info: ModuleInfo, stages: _Stages | None = None) -> Any:

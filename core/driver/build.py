@@ -38,7 +38,7 @@ from ..target.target import target_key
 from ..transform.pass_base import PassContext
 from ..te.schedule import Schedule
 from ..transform.split_devices import REGION_ATTR
-from . import pipeline
+from . import build_cache, pipeline
 from .device_plan import DevicePlan, is_heterogeneous, plan_devices, resolve_config
 from .lower import driver_context, lower_with_target, run_passes
 
@@ -158,7 +158,19 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
         cfg, work = _resolve_targets(inputs, target, target_host)
     start = time.perf_counter()
     with driver_context(), deep_recursion("build"):
-        built = _build(cfg, work, args, name, binds, plan)
+        # One schedule for one target: a cache hit keyed before lowering skips every stage (build_cache).
+        key = None if plan is not None or len(work) != 1 else \
+            build_cache.fingerprint(inputs, args, name, binds, work[0][0].without_host(), cfg.host_target)
+        built = build_cache.lookup(key) if key is not None else None
+        if built is not None:
+            _log.debug("build %s: %.3f ms, from the build cache", name, (time.perf_counter() - start) * 1e3)
+            return built
+        if key is None:
+            built = _build(cfg, work, args, name, binds, plan)
+        else:
+            with build_cache.recording() as notes:
+                built = _build(cfg, work, args, name, binds, plan)
+            build_cache.store(key, built, notes)
     _log.debug("build %s: %.3f ms in all", name, (time.perf_counter() - start) * 1e3)
     return built
 

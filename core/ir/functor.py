@@ -42,8 +42,11 @@ class _Dispatch:
     _tables: dict[type, dict[type, Callable[[Any, Any], Any]]] = {}
 
     def visit(self, node: Any) -> Any:
+        # The hottest call of every pass: two dict lookups, nothing allocated.
         owner = type(self)
-        table = _Dispatch._tables.setdefault(owner, {})
+        table = _Dispatch._tables.get(owner)
+        if table is None:
+            table = _Dispatch._tables[owner] = {}
         fn = table.get(type(node))
         if fn is None:
             fn = table[type(node)] = _method_table(owner, type(node))
@@ -59,8 +62,8 @@ class Visitor(_Dispatch):
     def generic_visit(self, node: Any) -> None:
         if not isinstance(node, Node):
             return
-        for f in traversal_fields(type(node)):
-            self._visit_value(getattr(node, f.name))
+        for name in _traversal_names(type(node)):
+            self._visit_value(getattr(node, name))
 
     def _visit_value(self, v: Any) -> None:
         if isinstance(v, Node):
@@ -86,11 +89,11 @@ class Mutator(_Dispatch):
         if memo is not None and id(node) in memo:
             return memo[id(node)][1]
         changes: dict[str, Any] = {}
-        for f in traversal_fields(type(node)):
-            old = getattr(node, f.name)
+        for name in _traversal_names(type(node)):
+            old = getattr(node, name)
             new = self._mutate_value(old)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         out = node.with_(**changes) if changes else node
         if memo is not None:
             memo[id(node)] = (node, out)  # the key object stays alive, so its id stays unique
@@ -100,8 +103,11 @@ class Mutator(_Dispatch):
         if isinstance(v, Node):
             return self.visit(v)
         if isinstance(v, tuple):
-            out = tuple(self._mutate_value(x) for x in v)
-            return v if all(a is b for a, b in zip(out, v)) else out
+            out = [self._mutate_value(x) for x in v]
+            for a, b in zip(out, v):
+                if a is not b:
+                    return tuple(out)
+            return v
         if isinstance(v, dict):
             changed = False
             new: dict[Any, Any] = {}
@@ -111,6 +117,17 @@ class Mutator(_Dispatch):
                 new[k2] = x2
             return new if changed else v
         return v
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _traversal_names(cls: type) -> tuple[str, ...]:
+    """The names of :func:`~loom.ir.node.traversal_fields`, per class once."""
+    found = _NAMES.get(cls)
+    if found is None:
+        found = _NAMES[cls] = tuple(f.name for f in traversal_fields(cls))
+    return found
 
 
 class _Collector(Visitor):

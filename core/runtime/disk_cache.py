@@ -15,7 +15,8 @@ holding the artifact's length and sha256:
   (missing, truncated, corrupted, foreign, a folder in the way) is a *miss*: it
   is deleted and rebuilt, never loaded and never an error (damage is logged as
   a warning on the ``loom.cache`` logger);
-* one :class:`filelock.FileLock` per key: two processes that miss the same key
+* one lock per key (an exclusive ``flock`` of a lock file, as :class:`filelock.FileLock`
+  takes it on POSIX; filelock itself elsewhere): two processes that miss the same key
   build it once; the second waits, then hits.
 
 **Security.**  Whoever can write into the cache can make this process run their
@@ -47,6 +48,7 @@ caching off (:meth:`DiskCache.default` then returns None).
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import json
@@ -55,11 +57,17 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from .. import envvars
 from ..errors import LoomError
 from .safe_files import NotARegularFile, open_regular, read_fd, read_regular_file
+
+try:
+    import fcntl
+except ImportError:  # Windows: filelock's lock
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["CacheError", "CacheEntry", "DiskCache", "cache_enabled", "cache_entries", "cache_key", "cache_max_size",
            "cache_root", "cache_usage", "clear_cache", "folder_problem", "prune", "ENV_CACHE", "ENV_CACHE_DIR",
@@ -208,6 +216,20 @@ class DiskCache:
         if not self._ready(create=False):
             return None
         return self.path_of(key) if self._read(key) is not None else None
+
+    def get(self, key_parts: Iterable[str | bytes]) -> tuple[bytes, str] | None:
+        """The checked bytes and path of the entry of ``key_parts`` (its use recorded), else None; builds
+        nothing, takes no lock.  :raises CacheError: when the cache folder is not private to this user."""
+        return self.get_key(cache_key(key_parts))
+
+    def get_key(self, key: str) -> tuple[bytes, str] | None:
+        """:meth:`get` by the entry's :func:`cache_key` digest (an entry referring to another holds it)."""
+        if len(key) != 64 or not set(key) <= set("0123456789abcdef"):
+            raise CacheError(f"{key!r} is not a cache key (64 hex digits)")
+        data = self._read(key) if self._ready(create=False) else None
+        if data is not None:
+            self._touch(key)
+        return None if data is None else (data, self.path_of(key))
 
     def fetch(self, key_parts: Iterable[str | bytes], build: Callable[[str], None]) -> tuple[bytes, str]:
         """The checked bytes of the entry of ``key_parts`` and its path, built first on a miss.
@@ -387,11 +409,10 @@ class DiskCache:
         return data
 
     def _commit(self, tmp: str, dest: str) -> None:
-        """Make the finished temp file private, flush it to disk and rename it to ``dest`` (a new inode)."""
+        """Make the finished temp file private and rename it to ``dest`` (a new inode).  No fsync (milliseconds
+        a build): after a crash, a torn file fails the size and sha256 check of every read and is rebuilt."""
         try:
             os.chmod(tmp, 0o600)
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
             os.replace(tmp, dest)
         except OSError as err:
             raise CacheError(f"cannot store a cache entry in {self.folder!r}: {err}") from None
@@ -411,15 +432,60 @@ class DiskCache:
 
     @contextlib.contextmanager
     def _locked(self, key: str, timeout: float | None = None) -> Iterator[None]:
-        import filelock  # imported on use: a cache hit takes no lock
-
         timeout = self.lock_timeout if timeout is None else timeout
-        lock = filelock.FileLock(os.path.join(self.folder, key + _LOCK), timeout=timeout, mode=0o600)  # private
+        path = os.path.join(self.folder, key + _LOCK)
+        fd = self._flock(path, key, timeout)
+        if fd is None:  # no flock here (Windows, some network file systems): filelock's other locks
+            with self._filelock(path, key, timeout):
+                yield
+            return
+        try:
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def _flock(self, path: str, key: str, timeout: float) -> int | None:
+        """A descriptor of lock file ``path`` holding its exclusive flock (None without flock): the lock
+        filelock takes on POSIX, so either excludes the other, without filelock's 5 ms import."""
+        if fcntl is None:
+            return None
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # private
+        except OSError as err:
+            raise CacheError(f"cannot lock cache entry {key} in {self.folder!r}: {err}") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                os.close(fd)
+                raise CacheError(self._waited(key, timeout, path)) from None
+            except OSError as err:
+                os.close(fd)
+                if err.errno in (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK):
+                    return None
+                raise CacheError(f"cannot lock cache entry {key} in {self.folder!r}: {err}") from None
+
+    def _waited(self, key: str, timeout: float, path: str) -> str:
+        return (f"waited {timeout:g} s for another process building cache entry {key} in {self.folder!r}; "
+                f"if none is running, delete {path!r}")
+
+    @contextlib.contextmanager
+    def _filelock(self, path: str, key: str, timeout: float) -> Iterator[None]:
+        import filelock
+
+        lock = filelock.FileLock(path, timeout=timeout, mode=0o600)  # private
         try:
             lock.acquire()
         except filelock.Timeout:
-            raise CacheError(f"waited {timeout:g} s for another process building cache entry {key} "
-                             f"in {self.folder!r}; if none is running, delete {lock.lock_file!r}") from None
+            raise CacheError(self._waited(key, timeout, path)) from None
         except OSError as err:
             raise CacheError(f"cannot lock cache entry {key} in {self.folder!r}: {err}") from None
         try:

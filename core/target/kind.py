@@ -29,7 +29,7 @@ from .devices import device_type_name, device_type_of
 
 __all__ = [
     "AttrSpec", "TargetKind", "list_kinds", "get_kind", "find_kind", "register_target_kind",
-    "unregister_target_kind", "reset_kind_cache", "override_kinds",
+    "unregister_target_kind", "reset_kind_cache", "override_kinds", "kind_origin",
 ]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
@@ -286,6 +286,19 @@ def get_kind(name: str) -> TargetKind:
             f"(e.g. loom-llvm, loom-cuda, loom-c) contributes its kind when installed.{hint}"
         )
     return kind
+
+
+def kind_origin(name: str) -> str | None:
+    """Who installed kind ``name``: ``"plugin"`` (the hook), ``"manual"`` (register_target_kind or
+    override_kinds, which shadow plugins), or None when no such kind is installed.
+
+    >>> kind_origin("interp")
+    'plugin'
+    """
+    with _LOCK:
+        if name in _STATE.manual:
+            return "manual"
+        return "plugin" if name in _STATE.load() else None
 
 
 def _broken_plugins() -> list[Any]:

@@ -16,6 +16,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.dtype import MAX_LANES
 from ..ir.intrin import likely
+from ..ir.node import Node, traversal_fields
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, Stmt
 from ..arith.int_set import IntervalSet, eval_set
 from .relations import pass_up_bound_check, pass_up_index
@@ -113,9 +114,12 @@ def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict
     """
     an = Analyzer()
     sets: dict[E.Var, IntervalSet] = {}
+    # Only the variables the checks can reach matter; binding the whole schedule's was most of lowering's time.
+    wanted = _reachable_vars(stage, dom_map, values, declared)
     for iv, r in dom_map.items():
-        sets[iv.var] = IntervalSet.from_range(r)
-        an.bind(iv.var, r, allow_override=True)
+        if iv.var in wanted:
+            sets[iv.var] = IntervalSet.from_range(r)
+            an.bind(iv.var, r, allow_override=True)
     needs: dict[E.IterVar, bool] = {iv: False for iv in stage.leaf_iter_vars}
     pass_up_bound_check(stage, dom_map, needs, an)
     preds: list[E.PrimExpr] = []
@@ -143,6 +147,45 @@ def make_bound_check(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict
             if s.max is None or not an.can_prove(s.max < root.extent):
                 preds.append(value < root.extent)
     return preds
+
+
+def _reachable_vars(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[E.IterVar, E.PrimExpr],
+                    declared: dict[E.IterVar, E.Range] | None) -> set[E.Var]:
+    """The variables in what :func:`make_bound_check` analyzes (the stage's ranges and index values,
+    the declared domains), and in the ranges of those variables, transitively."""
+    seeds: list[Any] = []
+    for iv in (*stage.all_iter_vars, *root_iter_vars(stage.op)):
+        seeds += [dom_map.get(iv), values.get(iv), (declared or {}).get(iv), iv.dom]
+    range_of = {iv.var: r for iv, r in dom_map.items()}
+    found: set[E.Var] = set()
+    stack = [x for x in seeds if x is not None]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, E.Var):
+            if n not in found:
+                found.add(n)
+                if n in range_of:
+                    stack.append(range_of[n])
+        elif isinstance(n, Node):
+            for name in _child_names(type(n)):
+                v = getattr(n, name)
+                if isinstance(v, tuple):
+                    stack.extend(x for x in v if isinstance(x, Node))
+                elif isinstance(v, dict):
+                    stack.extend(x for kv in v.items() for x in kv if isinstance(x, Node))
+                elif isinstance(v, Node):
+                    stack.append(v)
+    return found
+
+
+_CHILD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _child_names(cls: type) -> tuple[str, ...]:
+    found = _CHILD_NAMES.get(cls)
+    if found is None:
+        found = _CHILD_NAMES[cls] = tuple(f.name for f in traversal_fields(cls))
+    return found
 
 
 def if_nest(preds: list[E.PrimExpr], body: Stmt) -> Stmt:

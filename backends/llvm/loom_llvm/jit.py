@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import ctypes.util
 import functools
-from typing import Any, Sequence
+import sys
+from typing import Any, NamedTuple, Sequence
 
-import attrs
 import llvmlite.binding as llvm
 from llvmlite import ir
 
@@ -50,7 +50,9 @@ def _initialize() -> None:
     llvm.initialize_native_asmprinter()
     # Math intrinsics without an LLVM lowering (tanhf, powf...) become libm calls; the Python
     # executable need not link libm itself, so make its symbols visible to the JIT's linker.
-    for name in (ctypes.util.find_library("m"), "libm.so.6"):
+    # find_library runs ldconfig or a compiler (milliseconds): asked only where the usual name fails.
+    for find in (lambda: "libm.so.6", lambda: ctypes.util.find_library("m")):
+        name = find()
         if name:
             try:
                 llvm.load_library_permanently(name)
@@ -107,9 +109,8 @@ def load_openmp() -> str:
     from loom.runtime.threads import prepare_openmp
 
     prepare_openmp()  # libgomp reads its environment when it loads
-    found = ctypes.util.find_library("gomp")
-    tried = [*OPENMP_LIBRARIES, *([found] if found else [])]
-    for name in tried:
+    tried = list(OPENMP_LIBRARIES)
+    for name in _candidates(tried):
         try:
             llvm.load_library_permanently(name)
         except RuntimeError:
@@ -124,6 +125,15 @@ def load_openmp() -> str:
                     "or build without .parallel() in the schedule")
 
 
+def _candidates(tried: list[str]) -> Any:
+    """The usual OpenMP library names, then (milliseconds: it runs ldconfig) what find_library finds."""
+    yield from OPENMP_LIBRARIES
+    found = ctypes.util.find_library("gomp")
+    if found and found not in tried:
+        tried.append(found)
+        yield found
+
+
 @functools.cache
 def _load_library(path: str) -> None:
     try:
@@ -136,10 +146,9 @@ def _check_externals(names: list[str]) -> None:
     # MCJIT links a symbol it cannot resolve to nothing callable: the first call would crash the process.
     if any(n.startswith("GOMP_") or n.startswith("omp_") for n in names):
         load_openmp()
-    from loom.runtime.extern_libraries import load_libraries
-
-    for path in load_libraries(names):  # libraries registered for external symbols (BLAS...)
-        _load_library(path)
+    registry = sys.modules.get("loom.runtime.extern_libraries")  # not imported yet: nothing is registered
+    for path in registry.load_libraries(names) if registry is not None else ():
+        _load_library(path)  # a library registered for external symbols (BLAS...)
     missing = [n for n in names if not llvm.address_of_symbol(n)]
     if missing:
         raise LoomError(f"the generated code calls functions this process does not define: {sorted(missing)}; "
@@ -157,8 +166,7 @@ def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
     pm.run(mod, pb)
 
 
-@attrs.frozen
-class CompiledObject:
+class CompiledObject(NamedTuple):  # a NamedTuple: cheaper to define than an attrs class, on every cache hit
     """What :func:`compile_object` makes: the object file, its optimized IR, and the symbols it needs."""
 
     object: bytes

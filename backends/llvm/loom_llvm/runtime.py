@@ -35,14 +35,13 @@ from loom.backend import Backend, BackendOptions, ModuleInfo, pack_sections, unp
 from loom.backend.imported_code import compile_c_library, imported_sources, sources_of
 from loom.errors import LoomError, LoomValueError
 from loom.ir.function import IRModule
-from loom.runtime.extern_libraries import link_arguments
 from loom.runtime.native_library import LinkError, library_metadata, link_shared_library, save_object
+from loom.runtime.abi import function_symbol
 from loom.runtime.native_module import NativeModule
 from loom.target import Target
 
-from .codegen import codegen_module, symbol_of
+# The code generator (.codegen, llvmlite.ir) is imported by render only: loading a cached module needs none of it.
 from .jit import CompiledObject, JitModule, compile_object, load_object, parse, target_machine
-from .parallel import OPENMP_SYMBOLS
 from .plugin import host_cpu
 from .target_check import arch_of, cannot_run_reason, validate_attrs
 
@@ -102,6 +101,8 @@ class LLVMBackend(Backend):
         return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}"
 
     def render(self, mod: IRModule, options: BackendOptions) -> Mapping[str, str]:
+        from .codegen import codegen_module
+
         assert isinstance(options, LLVMOptions)
         return {"ll": str(codegen_module(mod, options.view())), **imported_sources(mod)}
 
@@ -155,7 +156,8 @@ class LLVMModule(NativeModule):
         self.compiled = compiled
         self._raw_ir = info.sources.get("ll", "")
         self._imported_c = sources_of(info.sources, "c")
-        symbols = {n: symbol_of(n, f) for n, f in info.functions.items()}
+        # codegen.symbol_of, without importing the code generator
+        symbols = {n: function_symbol(str(f.attrs.get("global_symbol", n))) for n, f in info.functions.items()}
         super().__init__(dict(info.functions), info.entry or None, symbols,
                          int(self.target.attrs.get("num_cores") or 0))
 
@@ -172,6 +174,8 @@ class LLVMModule(NativeModule):
     @property
     def uses_openmp(self) -> bool:
         """Whether the code calls the OpenMP runtime (it has parallel regions)."""
+        from .parallel import OPENMP_SYMBOLS
+
         return any(name in OPENMP_SYMBOLS for name in self.compiled.externals)
 
     def get_source(self, fmt: str = "") -> str:
@@ -192,6 +196,8 @@ class LLVMModule(NativeModule):
         ``ll`` and ``asm`` sources and every module this one imports.  Raises
         :class:`~loom.runtime.native_library.LinkError` when linking fails.
         """
+        from loom.runtime.extern_libraries import link_arguments
+
         sources = {"ll": self.compiled.optimized_ir, "asm": self._asm()}
         metadata = library_metadata(self, sources=sources, symbols=self._symbols)
         compiler = self._linker()

@@ -145,7 +145,9 @@ def cpu_features(cpu: str) -> frozenset[str] | None:
     return frozenset(re.findall(r"^\s+-m([a-z0-9.\-]+)\s+\[enabled\]", proc.stdout, re.M))
 
 
+@functools.cache
 def _host_feature_table() -> dict[str, bool]:
+    """LLVM's table of this host's CPU features (asked once: every module load checks against it)."""
     import llvmlite.binding as llvm
 
     try:
