@@ -114,7 +114,9 @@ def schedule_softmax() -> tuple[Any, list]:
 def schedule_conv2d() -> tuple[Any, list]:
     """NCHW direct convolution: an ``ftile`` x ``xtile`` block of outputs (output
     channels x columns) accumulates in registers over (rc, ry, rx), columns
-    vectorized; the padded input is computed first, in parallel over channels."""
+    vectorized, output rows parallel; the padded input is computed first, in
+    parallel over its rows, so each thread's convolution reads the padded rows its
+    own core wrote (all but the two at each edge of its share)."""
     p = SIZES["conv2d"]
     n, c, f, size, kk, pad = p["batch"], p["cin"], p["cout"], p["size"], p["kernel"], p["pad"]
     out = size + 2 * pad - kk + 1
@@ -134,14 +136,15 @@ def schedule_conv2d() -> tuple[Any, list]:
         name="conv")
 
     s = loom.create_schedule(conv.op)
-    pb, pc, _, _ = padded.op.axis
-    s[padded].parallel(s[padded].fuse(pb, pc))
+    pb, pc, py, px = padded.op.axis
+    s[padded].reorder(pb, py, pc, px)
+    s[padded].parallel(s[padded].fuse(pb, py))
     acc = s.cache_write(conv, "global")
     b, ff, y, x = conv.op.axis
     fo, fi = s[conv].split(ff, factor=p["ftile"])
     xo, xi = s[conv].split(x, factor=p["xtile"])
-    s[conv].reorder(b, fo, y, xo, fi, xi)
-    s[conv].parallel(s[conv].fuse(b, fo, y))
+    s[conv].reorder(b, y, fo, xo, fi, xi)
+    s[conv].parallel(s[conv].fuse(b, y))
     s[acc].compute_at(s[conv], xo)
     _, af, _, ax = s[acc].op.axis
     arc, ary, arx = s[acc].op.reduce_axis
