@@ -47,6 +47,7 @@ sys.path.insert(0, {here!r})
 import loom, kernels
 from loom.backend import stats
 loom.target.Target({target!r})  # plugin loading and host queries happen once per process, before the clock
+loom.backend.get_backend({kind!r})  # and the backend's own modules, as `import tvm` loads TVM's before its clock
 s, args = kernels.SCHEDULES[{kernel!r}]()
 gc.collect()
 start = time.perf_counter()
@@ -96,7 +97,7 @@ class Bench:
         return path
 
     def loom(self, kernel: str, cache: str) -> dict:
-        code = _LOOM_CHILD.format(here=str(HERE), kernel=kernel, target=self.target)
+        code = _LOOM_CHILD.format(here=str(HERE), kernel=kernel, target=self.target, kind=self.target.split()[0])
         return _run(sys.executable, code, {**self.env, "LOOM_CACHE_DIR": cache})
 
     def tvm(self, kernel: str) -> float:
