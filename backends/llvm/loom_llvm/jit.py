@@ -73,22 +73,28 @@ def _attr(target: Any, key: str, default: Any) -> Any:
     return default if value in (None, "", ()) else value
 
 
+@functools.cache
+def _host() -> tuple[str, str, str]:
+    """The process triple, host CPU name and feature string, asked of LLVM once (each load needs them)."""
+    _initialize()
+    return llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
 def target_machine(target: Any = None, jit: bool = True) -> llvm.TargetMachine:
     """A TargetMachine for the target's triple, CPU and features (the host's where unset).
 
     ``jit=False`` gives one for object files that go into a shared library
     (position-independent code, the default code model).
     """
-    _initialize()
-    host_triple = llvm.get_process_triple()
+    host_triple, host_cpu, host_features = _host()
     triple = _attr(target, "mtriple", host_triple)
     foreign = arch_of(triple) != arch_of(host_triple)
     if foreign:  # cross compiling: the other architectures' backends are set up on first use
         _initialize_all()
-    cpu = _attr(target, "mcpu", "generic" if foreign else llvm.get_host_cpu_name())
+    cpu = _attr(target, "mcpu", "generic" if foreign else host_cpu)
     mattr = _attr(target, "mattr", None)
     if mattr is None:
-        mattr = llvm.get_host_cpu_features().flatten() if cpu == llvm.get_host_cpu_name() and not foreign else ""
+        mattr = host_features if cpu == host_cpu and not foreign else ""
     features = mattr if isinstance(mattr, str) else ",".join(mattr)
     opt = int(_attr(target, "opt_level", 3))
     kind = {"codemodel": "jitdefault", "jit": True} if jit else {"codemodel": "default", "reloc": "pic"}
