@@ -41,7 +41,7 @@ from ..errors import LoomTypeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
-from ..ir.node import traversal_fields
+from ..ir.node import traversal_names
 from ..runtime.native_library import run_compiler
 
 __all__ = ["IMPORT_KINDS", "imported_code", "imported_sources", "sources_of", "compile_c_library"]
@@ -89,7 +89,7 @@ def _statements_post_order(body: S.Stmt) -> list[S.Stmt]:
             continue
         stack.append((n, True))
         kids: list[Any] = []
-        for name in _stmt_fields(type(n)):
+        for name in traversal_names(type(n)):
             v = getattr(n, name)
             if isinstance(v, S.Stmt):
                 kids.append(v)
@@ -97,16 +97,6 @@ def _statements_post_order(body: S.Stmt) -> list[S.Stmt]:
                 kids.extend(x for x in v if isinstance(x, S.Stmt))
         stack.extend((k, False) for k in reversed(kids))
     return out
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _stmt_fields(cls: type) -> tuple[str, ...]:
-    found = _FIELDS.get(cls)
-    if found is None:
-        found = _FIELDS[cls] = tuple(f.name for f in traversal_fields(cls))
-    return found
 
 
 def imported_sources(mod: IRModule | PrimFunc) -> dict[str, str]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
-from .node import Node, traversal_fields
+from .node import Node, traversal_names
 
 __all__ = ["Visitor", "Mutator", "post_order_visit", "collect", "substitute", "ir_transform"]
 
@@ -62,7 +62,7 @@ class Visitor(_Dispatch):
     def generic_visit(self, node: Any) -> None:
         if not isinstance(node, Node):
             return
-        for name in _traversal_names(type(node)):
+        for name in traversal_names(type(node)):
             self._visit_value(getattr(node, name))
 
     def _visit_value(self, v: Any) -> None:
@@ -89,7 +89,7 @@ class Mutator(_Dispatch):
         if memo is not None and id(node) in memo:
             return memo[id(node)][1]
         changes: dict[str, Any] = {}
-        for name in _traversal_names(type(node)):
+        for name in traversal_names(type(node)):
             old = getattr(node, name)
             new = self._mutate_value(old)
             if new is not old:
@@ -117,17 +117,6 @@ class Mutator(_Dispatch):
                 new[k2] = x2
             return new if changed else v
         return v
-
-
-_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _traversal_names(cls: type) -> tuple[str, ...]:
-    """The names of :func:`~loom.ir.node.traversal_fields`, per class once."""
-    found = _NAMES.get(cls)
-    if found is None:
-        found = _NAMES[cls] = tuple(f.name for f in traversal_fields(cls))
-    return found
 
 
 class _Collector(Visitor):

@@ -342,6 +342,17 @@ def traversal_fields(cls: type) -> tuple[attrs.Attribute, ...]:
     return found
 
 
+_TRAVERSED_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def traversal_names(cls: type) -> tuple[str, ...]:
+    """The names of :func:`traversal_fields` (what hot walkers read with ``getattr``), per class once."""
+    found = _TRAVERSED_NAMES.get(cls)
+    if found is None:
+        found = _TRAVERSED_NAMES[cls] = tuple(f.name for f in traversal_fields(cls))
+    return found
+
+
 class StrEnum(str, enum.Enum):
     """An enum whose members are their string values (JSON writes them as text)."""
 

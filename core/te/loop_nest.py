@@ -16,7 +16,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.dtype import MAX_LANES
 from ..ir.intrin import likely
-from ..ir.node import Node, traversal_fields
+from ..ir.node import Node, traversal_names
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, Stmt
 from ..arith.int_set import IntervalSet, eval_set
 from .relations import pass_up_bound_check, pass_up_index
@@ -167,7 +167,7 @@ def _reachable_vars(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[
                 if n in range_of:
                     stack.append(range_of[n])
         elif isinstance(n, Node):
-            for name in _child_names(type(n)):
+            for name in traversal_names(type(n)):
                 v = getattr(n, name)
                 if isinstance(v, tuple):
                     stack.extend(x for x in v if isinstance(x, Node))
@@ -175,16 +175,6 @@ def _reachable_vars(stage: Any, dom_map: dict[E.IterVar, E.Range], values: dict[
                     stack.extend(x for kv in v.items() for x in kv if isinstance(x, Node))
                 elif isinstance(v, Node):
                     stack.append(v)
-    return found
-
-
-_CHILD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _child_names(cls: type) -> tuple[str, ...]:
-    found = _CHILD_NAMES.get(cls)
-    if found is None:
-        found = _CHILD_NAMES[cls] = tuple(f.name for f in traversal_fields(cls))
     return found
 
 
