@@ -11,7 +11,7 @@ PYTEST_ARGS ?= -n 2
 
 .PHONY: setup demo test test-fast smoke typecheck clean bench bench-env
 
-$(STAMP): pyproject.toml setup.py core/runtime/_fastcall.c $(addsuffix /pyproject.toml,$(BACKENDS))
+$(STAMP): pyproject.toml setup.py core/runtime/_fastcall.c core/driver/_tree_state.c $(addsuffix /pyproject.toml,$(BACKENDS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 	@# The core was once distributed as "loom": drop that install from an older .venv.

@@ -23,6 +23,7 @@ Exit status 0 means all of that passed; the last line says so with the time take
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -137,10 +138,11 @@ def check(source_root: Path) -> None:
         missing = _files(source_root / source) - _files(site / package, skip)
         expect(not missing, f"files of {source}/ missing from the installed {package}/: {sorted(missing)}")
 
-    # The optional native call path was compiled (this machine has a C compiler) and reads numpy arrays right.
+    # The optional native call path and build-cache tree walk were compiled (this machine has a C compiler) and reads numpy arrays right.
     from loom.runtime.fast_path import native_extension
 
     expect(native_extension() is not None, "loom.runtime._fastcall was not built or failed its probe")
+    expect(importlib.util.find_spec("loom.driver._tree_state") is not None, "loom.driver._tree_state was not built")
 
     version = metadata.version("loom-compiler")
     expect(version == loom.__version__, f"loom-compiler {version} installed, loom.__version__ is {loom.__version__}")

@@ -129,34 +129,69 @@ def _package_dirs() -> list[str]:
     return sorted({os.path.realpath(d) for d in dirs})
 
 
+def _tree_text(folders: Sequence[str]) -> tuple[str, int, str]:
+    """``(text, newest_mtime_ns, newest_path)`` of the files below ``folders``, skipping dot files and caches.
+
+    For each folder, ``"[folder]\\n"`` and a ``"path:size:mtime_ns\\n"`` line per file,
+    sorted by path.  The Python form of ``loom.driver._tree_state.tree_text``, which
+    is used where the extension was built (it runs without the GIL).
+    """
+    lines: list[str] = []
+    newest, newest_path = 0, ""
+
+    def walk(path: str) -> None:
+        with os.scandir(path) as it:
+            for e in it:
+                name = e.name
+                if name[0] == "." or name == "__pycache__":
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    walk(e.path)
+                else:
+                    st = e.stat()
+                    found.append((os.fsencode(e.path), e.path, st.st_size, st.st_mtime_ns))
+
+    for folder in folders:
+        found: list[tuple[bytes, str, int, int]] = []
+        walk(folder)
+        found.sort()  # by the path's bytes, as the C walk sorts
+        lines.append(f"[{folder}]\n")
+        for _, path, size, mtime in found:
+            lines.append(f"{path}:{size}:{mtime}\n")
+            if mtime > newest:
+                newest, newest_path = mtime, path
+    return "".join(lines), newest, newest_path
+
+
+class _CodeState:
+    """The code state, read on a native thread while the caller works (where the C walk was built)."""
+
+    def __init__(self) -> None:
+        self.folders = _package_dirs()
+        try:
+            from ._tree_state import start
+        except ImportError:  # installed without a C compiler: walked in Python by lines()
+            self.walker = None
+            return
+        self.walker = start(self.folders)
+
+    def lines(self) -> list[str]:
+        """The state; _Unknown when a file changed after this process started."""
+        text, newest, newest_path = _tree_text(self.folders) if self.walker is None else self.walker.result()
+        if newest / 1e9 > _process_start() - 1.0:  # a second's slack: clock granularity
+            raise _Unknown(f"{newest_path} changed after this process started")
+        import numpy
+
+        from ..plugins import get_plugin_manager
+
+        pm = get_plugin_manager()
+        plugins = sorted(f"{pm.get_name(p)}={getattr(p, '__name__', '')}" for p in pm.get_plugins())
+        return [sys.version, f"numpy {numpy.__version__}", *plugins, text]
+
+
 def _code_state() -> list[str]:
     """Size and modification time of every file of the packages; _Unknown when one changed since start."""
-    newest, out = _process_start() - 1.0, []  # a second of slack for clock granularity
-
-    def walk(folder: str) -> None:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for e in entries:
-            if e.name == "__pycache__" or e.name.startswith("."):
-                continue
-            if e.is_dir(follow_symlinks=False):
-                walk(e.path)
-                continue
-            st = e.stat()
-            if st.st_mtime > newest:
-                raise _Unknown(f"{e.path} changed after this process started")
-            out.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
-
-    for folder in _package_dirs():
-        out.append(f"[{folder}]")
-        walk(folder)
-    import numpy
-
-    from ..plugins import get_plugin_manager
-
-    pm = get_plugin_manager()
-    plugins = sorted(f"{pm.get_name(p)}={getattr(p, '__name__', '')}" for p in pm.get_plugins())
-    return [sys.version, f"numpy {numpy.__version__}", *plugins, *out]
+    return _CodeState().lines()
 
 
 def _rules_state(kinds: Sequence[str]) -> None:
@@ -203,7 +238,11 @@ def _schedule_doc(sch: Any, args: Sequence[Any], target: Target, host: Target) -
     stages = {id(st): k for k, st in enumerate(sch.stages)}
     groups = {id(g): k for k, g in enumerate(sch.groups)}
 
+    plain = (type(None), bool, int, float, str)
+
     def val(v: Any) -> Any:
+        if type(v) in plain:
+            return table.value(v, "Schedule", "attribute")
         if isinstance(v, Node):
             return {"$ref": table.node(v)}
         if isinstance(v, list):
@@ -225,7 +264,7 @@ def _schedule_doc(sch: Any, args: Sequence[Any], target: Target, host: Target) -
                     "fields": [val(getattr(v, f.name)) for f in dataclasses.fields(v)]}
         if isinstance(v, (Schedule, Stage, StageGroup)) or not (v is None or isinstance(v, (bool, int, float, str))):
             raise _Unknown(f"the schedule holds a {type(v).__name__}")
-        return table.value(v, "schedule")
+        return table.value(v, "Schedule", "attribute")
 
     def obj(o: Any) -> Any:
         return [type(o).__qualname__, [[k, val(x)] for k, x in sorted(vars(o).items())]]
@@ -288,9 +327,9 @@ def fingerprint(inputs: Any, args: Sequence[Any] | None, name: str, binds: Any, 
             or target.device_type != host.device_type:  # device code: a host module importing device modules
         return None
     try:
+        code = _CodeState()  # the source files are read on a thread while the schedule is written down
         parts = ["loom-build", FORMAT, name, *_context_state(), *_backend_state(target),
-                 _schedule_doc(inputs, args, target, host)]
-        parts += _code_state()
+                 _schedule_doc(inputs, args, target, host), *code.lines()]
         _rules_state((target.kind_name, host.kind_name, "default"))
     except _Unknown as why:
         _log.debug("build %s: no build fingerprint (%s); lowering as usual", name, why)

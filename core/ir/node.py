@@ -330,6 +330,17 @@ def fields_of(cls: type) -> tuple[attrs.Attribute, ...]:
     return found
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The names of :func:`fields_of`, per class once (what writers and copiers read with ``getattr``)."""
+    found = _FIELD_NAMES.get(cls)
+    if found is None:
+        found = _FIELD_NAMES[cls] = tuple(f.name for f in fields_of(cls))
+    return found
+
+
 _TRAVERSED: dict[type, tuple[attrs.Attribute, ...]] = {}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import LoomTypeError, SerializationError
 from .dtype import DataType
-from .node import Node, fields_of, type_key_to_class
+from .node import Node, field_names, fields_of, type_key_to_class
 from .recursion import caused_by_recursion, deep_recursion
 
 __all__ = ["save_json", "load_json", "FORMAT_VERSION", "MAX_JSON_BYTES", "MAX_NODES"]
@@ -58,59 +58,75 @@ class _Writer:
 
     def node(self, root: Node) -> int:
         """Add ``root`` and everything below it, children first (iteratively: trees can be deep)."""
+        index, value = self.index, self.value
         stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
             n, expanded = stack.pop()
-            if id(n) in self.index:
-                continue
-            if not expanded:
-                stack.append((n, True))
-                stack.extend((c, False) for c in reversed(_child_nodes(n)) if id(c) not in self.index)
+            if id(n) in index:
                 continue
             cls = type(n)
-            if type_key_to_class(cls.type_key) is not cls:
+            names = field_names(cls)
+            if not expanded:
+                stack.append((n, True))
+                children = _child_nodes(n, names)
+                if children:
+                    stack += [(c, False) for c in reversed(children) if id(c) not in index]
+                continue
+            key = cls.type_key
+            if type_key_to_class(key) is not cls:
                 raise SerializationError(f"cannot save {cls.__qualname__}: it is not a registered node type")
-            fields = {f.name: self.value(getattr(n, f.name), f"{cls.type_key}.{f.name}") for f in fields_of(cls)}
-            self.index[id(n)] = len(self.nodes)
+            fields = {name: value(getattr(n, name), key, name) for name in names}
+            index[id(n)] = len(self.nodes)
             self.keep.append(n)
-            self.nodes.append({"type": cls.type_key, "fields": fields})
-        return self.index[id(root)]
+            self.nodes.append({"type": key, "fields": fields})
+        return index[id(root)]
 
-    def value(self, v: Any, where: str) -> Any:
+    def value(self, v: Any, key: str, field: str) -> Any:
+        """The JSON form of ``v``, found in field ``key.field`` (named in the error when it has none)."""
+        t = type(v)
+        if t is str or t is bool or v is None:  # the common cases first (a DataType is a str subclass)
+            return v
+        if t is int:
+            return v
         if isinstance(v, Node):
             return {"$ref": self.index[id(v)]}  # children were added first
         if isinstance(v, DataType):  # before str: a DataType is a str too
             return {"$dtype": str(v)}
-        if v is None or isinstance(v, (bool, str)):
+        if isinstance(v, (bool, str)):
             return v
         if isinstance(v, int):
             return int(v)
         if isinstance(v, float):
             return v if math.isfinite(v) else {"$float": repr(v)}
-        if isinstance(v, (tuple, list)):
-            return [self.value(x, where) for x in v]
+        if isinstance(v, (tuple, list)):  # strings inline: a target's feature list holds hundreds
+            return [x if type(x) is str else self.value(x, key, field) for x in v]
         if isinstance(v, dict):
-            return {"$map": [[self.value(k, where), self.value(x, where)] for k, x in v.items()]}
-        raise SerializationError(f"cannot save a {type(v).__name__} found in field {where}")
+            return {"$map": [[self.value(k, key, field), self.value(x, key, field)] for k, x in v.items()]}
+        raise SerializationError(f"cannot save a {type(v).__name__} found in field {key}.{field}")
 
 
-def _child_nodes(n: Node) -> list[Node]:
+def _child_nodes(n: Node, names: tuple[str, ...]) -> list[Node]:
+    """The nodes in fields ``names`` of ``n`` and in their lists, tuples and dicts, in order."""
     out: list[Node] = []
-
-    def walk(v: Any) -> None:
+    for name in names:
+        v = getattr(n, name)
         if isinstance(v, Node):
             out.append(v)
-        elif isinstance(v, (tuple, list)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk(k)
-                walk(x)
-
-    for f in fields_of(type(n)):
-        walk(getattr(n, f.name))
+        elif isinstance(v, (tuple, list, dict)):
+            _nested_nodes(v, out)
     return out
+
+
+def _nested_nodes(v: Any, out: list[Node]) -> None:
+    if isinstance(v, Node):
+        out.append(v)
+    elif isinstance(v, (tuple, list)):
+        for x in v:
+            _nested_nodes(x, out)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _nested_nodes(k, out)
+            _nested_nodes(x, out)
 
 
 def save_json(node: Any) -> str:
@@ -197,7 +213,11 @@ class _Reader:
         if isinstance(v, list):
             built, out = self.built, []
             for x in v:
-                if type(x) is dict and len(x) == 1:  # a reference, inline: arrays hold many
+                tx = type(x)
+                if tx is str or tx is int:  # plain items inline too (a target's feature list holds hundreds)
+                    out.append(x)
+                    continue
+                if tx is dict and len(x) == 1:  # a reference, inline: arrays hold many
                     ref = x.get("$ref", self)
                     if type(ref) is int and 0 <= ref < i:
                         out.append(built[ref])

@@ -75,9 +75,15 @@ def _attr(target: Any, key: str, default: Any) -> Any:
 
 @functools.cache
 def _host() -> tuple[str, str, str]:
-    """The process triple, host CPU name and feature string, asked of LLVM once (each load needs them)."""
+    """The process triple, host CPU name and feature string (each load needs them), from the plugin's one query."""
+    from .plugin import host_cpu
+    from .target_check import host_feature_table
+
     _initialize()
-    return llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    triple, cpu, _ = host_cpu()
+    # llvmlite's FeatureMap.flatten(): every feature, sorted, "+" on and "-" off (the CPU name may imply more)
+    features = ",".join(("+" if on else "-") + name for name, on in sorted(host_feature_table().items()))
+    return triple, cpu, features
 
 
 def target_machine(target: Any = None, jit: bool = True) -> llvm.TargetMachine:
@@ -186,14 +192,21 @@ class CompiledObject(NamedTuple):  # a NamedTuple: cheaper to define than an att
 class JitModule:
     """Native code of one object file mapped into this process, kept alive as long as this object."""
 
-    def __init__(self, compiled: CompiledObject, tm: llvm.TargetMachine,
+    def __init__(self, compiled: CompiledObject, target: Any = None,
                  imports: ImportedLibraries | None = None) -> None:
         self.compiled = compiled
-        self.target_machine = tm
+        self.target = target  # what asm() renders for
+        # The engine only maps an object already compiled: its target machine needs the triple, not the
+        # CPU and its features (a generic one costs a fifth of the host's).
+        tm = llvm.Target.from_triple(compiled.triple).create_target_machine(cpu="generic", features="",
+                                                                           codemodel="jitdefault", jit=True)
         self.imports = imports or ImportedLibraries((), ())  # kept loaded as long as the code
         empty = self.imports.engine_module(tm.triple)
         self.engine = llvm.create_mcjit_compiler(empty, tm)
         self.imports.map_into(self.engine, empty)
+        # MCJIT would run the whole code generation pipeline over this IR module when it finalizes
+        # (0.4-0.5 ms for a module of declarations); the mappings are kept by name, so it can go.
+        self.engine.remove_module(empty)
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(compiled.object))
         self.engine.finalize_object()
 
@@ -221,7 +234,7 @@ class JitModule:
 
     def asm(self) -> str:
         """The host assembly of the optimized module."""
-        return self.target_machine.emit_assembly(parse(self.compiled.optimized_ir))
+        return target_machine(self.target, jit=True).emit_assembly(parse(self.compiled.optimized_ir))
 
 
 def parse(module: ir.Module | str) -> llvm.ModuleRef:
@@ -258,14 +271,13 @@ def load_object(compiled: CompiledObject, target: Any = None) -> JitModule:
     :raises LoomError: when the object is for another architecture, or calls a
         function this process cannot resolve (which would crash at the first call).
     """
-    tm = target_machine(target, jit=True)
-    host = llvm.get_process_triple()
+    host = _host()[0]
     if arch_of(compiled.triple) != arch_of(host):
         raise LoomError(f"this llvm module was compiled for {compiled.triple} and cannot run on this {host} host; "
                         "export it with export_library and load it on a matching machine")
     imports = ImportedLibraries(compiled.libraries, compiled.externals)
     _check_externals([n for n in compiled.externals if n not in imports.addresses])
-    return JitModule(compiled, tm, imports)
+    return JitModule(compiled, target, imports)
 
 
 def compile_module(module: ir.Module | str, target: Any = None) -> JitModule:

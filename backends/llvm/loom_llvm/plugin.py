@@ -22,11 +22,10 @@ def host_cpu() -> tuple[str, str, tuple[str, ...]]:
     """``(triple, cpu_name, enabled_features)`` of this machine, asked once from LLVM."""
     import llvmlite.binding as llvm
 
-    try:
-        features = llvm.get_host_cpu_features()
-        enabled = tuple(sorted(f"+{name}" for name, on in features.items() if on))
-    except RuntimeError:  # LLVM cannot query the features on some hosts; the CPU name suffices
-        enabled = ()
+    from .target_check import host_feature_table
+
+    # An empty table: LLVM cannot query the features on this host; the CPU name suffices
+    enabled = tuple(sorted(f"+{name}" for name, on in host_feature_table().items() if on))
     return llvm.get_process_triple(), llvm.get_host_cpu_name(), enabled
 
 

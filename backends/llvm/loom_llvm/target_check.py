@@ -32,7 +32,8 @@ from typing import Any
 
 from loom.errors import TargetError
 
-__all__ = ["check_values", "validate_attrs", "cannot_run_reason", "llvm_names", "cpu_features", "arch_of"]
+__all__ = ["check_values", "validate_attrs", "cannot_run_reason", "llvm_names", "cpu_features", "arch_of",
+           "host_feature_table"]
 
 _HELP_SCRIPT = """
 import llvmlite.binding as llvm, sys
@@ -146,8 +147,13 @@ def cpu_features(cpu: str) -> frozenset[str] | None:
 
 
 @functools.cache
-def _host_feature_table() -> dict[str, bool]:
-    """LLVM's table of this host's CPU features (asked once: every module load checks against it)."""
+def host_feature_table() -> dict[str, bool]:
+    """LLVM's table of this host's CPU features, asked once per process (a query costs about 0.3 ms).
+
+    Every user of the host's features reads this one table: target defaults,
+    the target machines that compile and print assembly, and :func:`cannot_run_reason`.
+    Empty where LLVM cannot query the features on this host.
+    """
     import llvmlite.binding as llvm
 
     try:
@@ -169,7 +175,7 @@ def cannot_run_reason(triple: str, cpu: str, mattr: Sequence[str],
     host_triple, host_cpu, _ = host
     if triple and arch_of(triple) != arch_of(host_triple):
         return f"it is {arch_of(triple)} code and this host is {arch_of(host_triple)}"
-    table = _host_feature_table()
+    table = host_feature_table()
     missing = sorted({f[1:] for f in mattr if f.startswith("+") and table.get(f[1:]) is False})
     if missing:
         return f"it uses CPU features this host ({host_cpu}) lacks: {', '.join(missing)}"
