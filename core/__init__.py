@@ -22,7 +22,7 @@ from .ir.expr_ops import (
 from .ir.intrin import (
     abs, call_extern, ceil, cos, erf, exp, exp2, fabs, floor, if_then_else, isnan, likely, log, log2,
     log10, popcount, power, reinterpret, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
-    call_pure_extern, call_llvm_intrin, call_llvm_pure_intrin, call_packed,
+    call_pure_extern, call_llvm_intrin, call_llvm_pure_intrin, call_packed, call_intrin, call_pure_intrin,
 )
 from .ir.fast_math import fast_erf, fast_exp, fast_log, fast_sigmoid, fast_tanh
 from .ir.bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
@@ -52,7 +52,7 @@ __all__ = [
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
     "fast_exp", "fast_log", "fast_tanh", "fast_sigmoid", "fast_erf",
     "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_intrin", "call_llvm_pure_intrin",
-    "call_packed", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
+    "call_intrin", "call_pure_intrin", "call_packed", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
     "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",

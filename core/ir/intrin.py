@@ -29,7 +29,7 @@ __all__ = [
     "power", "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan",
     "if_then_else", "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_pure_intrin",
     "call_llvm_intrin",
-    "call_intrin", "call_packed", "packed_array",
+    "call_intrin", "call_pure_intrin", "call_packed", "packed_array",
 ]
 
 
@@ -93,11 +93,55 @@ register_op("tir.tvm_warp_shuffle", 5, None, pure=False,
 register_op("tir.tvm_warp_activemask", 0, None, pure=False, doc="the mask of the lanes of the warp running now")
 
 
-def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
-    """Build a call of a registered intrinsic with an explicit result dtype."""
-    op = op if isinstance(op, Op) else Op.get(op)
-    return E.Call(DataType.of(dtype), op, [convert_expr(a) if not isinstance(a, str) else E.StringImm(a) for a in args])
+#: TVM v0.6 intrinsic names that Loom registers under another name.
+CLASSIC_INTRINSIC_NAMES = {"tvm_if_then_else": "if_then_else", "pow": "power"}
 
+
+def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
+    """Call the registered intrinsic ``op`` with result type ``dtype`` (TVM's ``call_intrin``).
+
+    ``op`` is an :class:`~loom.ir.op.Op` or its name, with or without ``tir.``;
+    TVM v0.6's spellings (:data:`CLASSIC_INTRINSIC_NAMES`, e.g. ``tvm_if_then_else``)
+    are accepted too.  Whether the call has side effects is the intrinsic's own
+    property (``Op.info.pure``), whichever of this or :func:`call_pure_intrin` made it.
+    A wrong number of arguments, or a float math intrinsic (``exp``, ``sqrt``...) given
+    other than one float type throughout, is a :class:`~loom.errors.LoomTypeError`.
+
+    >>> import loom
+    >>> x = loom.var("x", "float32")
+    >>> loom.call_intrin("float32", "exp", x)
+    exp(x)
+    >>> loom.call_pure_intrin("int32", "tvm_if_then_else", x > 0.0, 1, 2)
+    if_then_else(x > 0.0, 1, 2)
+    """
+    if not isinstance(op, Op):
+        op = Op.get(CLASSIC_INTRINSIC_NAMES.get(op, op))
+    out = DataType.of(dtype)
+    values = [convert_expr(a) if not isinstance(a, str) else E.StringImm(a) for a in args]
+    info = op.info
+    if info.num_inputs >= 0 and len(values) != info.num_inputs:
+        raise LoomTypeError(f"{op.name} takes {info.num_inputs} argument(s), got {len(values)}")
+    short = op.name.removeprefix("tir.")
+    if short in _FLOAT_OPS and not all(v.dtype == out and out.is_float for v in values):
+        got = ", ".join(str(v.dtype) for v in values)
+        raise LoomTypeError(f"{op.name} computes in one float type: the result is {out} and the arguments are "
+                            f"{got}; cast them first")
+    return E.Call(out, op, values)
+
+
+def call_pure_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
+    """TVM's ``call_pure_intrin``: :func:`call_intrin` (purity is the intrinsic's own, see there).
+
+    >>> import loom
+    >>> loom.call_pure_intrin("float32", "sqrt", loom.var("x", "float32"))
+    sqrt(x)
+    """
+    return call_intrin(dtype, op, *args)
+
+
+#: Intrinsics whose operands and result are one float type (what _float_call builds).
+_FLOAT_OPS = frozenset({"exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
+                        "floor", "ceil", "round", "trunc", "fabs", "erf"})
 
 #: Float intrinsics whose result is exact (the same bits from numpy, libm and vector code): constants fold.
 _EXACT = frozenset({"floor", "ceil", "round", "trunc", "fabs"})
