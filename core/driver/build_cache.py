@@ -189,11 +189,6 @@ class _CodeState:
         return [sys.version, f"numpy {numpy.__version__}", *plugins, text]
 
 
-def _code_state() -> list[str]:
-    """Size and modification time of every file of the packages; _Unknown when one changed since start."""
-    return _CodeState().lines()
-
-
 def _rules_state(kinds: Sequence[str]) -> None:
     """Lowering rules registered directly for ``kinds`` must come from the fingerprinted packages.
 

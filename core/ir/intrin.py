@@ -139,15 +139,16 @@ def call_pure_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:
     return call_intrin(dtype, op, *args)
 
 
-#: Intrinsics whose operands and result are one float type (what _float_call builds).
-_FLOAT_OPS = frozenset({"exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
-                        "floor", "ceil", "round", "trunc", "fabs", "erf"})
+#: Intrinsics whose operands and result are one float type: every name _float_call builds a function for.
+_FLOAT_OPS: set[str] = set()
 
 #: Float intrinsics whose result is exact (the same bits from numpy, libm and vector code): constants fold.
 _EXACT = frozenset({"floor", "ceil", "round", "trunc", "fabs"})
 
 
 def _float_call(name: str):
+    _FLOAT_OPS.add(name)
+
     def build(x: Any) -> E.PrimExpr:
         x = convert_expr(x)
         if not x.dtype.is_float:

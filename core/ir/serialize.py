@@ -84,9 +84,7 @@ class _Writer:
     def value(self, v: Any, key: str, field: str) -> Any:
         """The JSON form of ``v``, found in field ``key.field`` (named in the error when it has none)."""
         t = type(v)
-        if t is str or t is bool or v is None:  # the common cases first (a DataType is a str subclass)
-            return v
-        if t is int:
+        if t is str or t is int or t is bool or v is None:  # the common cases first (a DataType is a str subclass)
             return v
         if isinstance(v, Node):
             return {"$ref": self.index[id(v)]}  # children were added first

@@ -121,14 +121,14 @@ def test_the_extension_is_built_where_a_compiler_is():
 
 
 def test_the_code_state_names_every_package_folder_and_file():
-    state = "".join(build_cache._code_state())
+    state = "".join(build_cache._CodeState().lines())
     for folder in build_cache._package_dirs():
         assert f"[{folder}]\n" in state
     assert os.path.join(os.path.dirname(build_cache.__file__), "build_cache.py") + ":" in state
 
 
 def test_the_code_state_is_the_same_with_either_walk(monkeypatch):
-    first = build_cache._code_state()
+    first = build_cache._CodeState().lines()
     monkeypatch.setitem(__import__("sys").modules, "loom.driver._tree_state", None)  # as if never built
     state = build_cache._CodeState()
     assert state.walker is None
@@ -138,4 +138,4 @@ def test_the_code_state_is_the_same_with_either_walk(monkeypatch):
 def test_a_file_newer_than_the_process_names_it(monkeypatch):
     monkeypatch.setattr(build_cache, "_START", 0.0)
     with pytest.raises(build_cache._Unknown, match="changed after this process started"):
-        build_cache._code_state()
+        build_cache._CodeState().lines()
