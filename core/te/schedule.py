@@ -16,6 +16,7 @@ reshaped by its primitives (``split``, ``fuse``, ``reorder``, ``compute_at``...)
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Generic, Optional, Sequence, TypeVar, Union, overload
 
 from ..errors import LoomTypeError, LoomValueError
@@ -223,6 +224,9 @@ class Schedule:
         self.stage_map: dict[Operation, Stage] = {s.op: s for s in self.stages}
         self.is_normalized = False  # set on the copies normalize() returns
         self.groups: list[Any] = []  # StageGroups, see create_group
+        from .schedule_group import make_scan_groups
+
+        make_scan_groups(self)
 
     @overload
     def __getitem__(self, key: Tensor[_Op]) -> Stage[_Op]: ...
@@ -306,7 +310,15 @@ class Schedule:
                 c.attach_stage = remap[id(c.attach_stage)]
         new.stage_map = {op: remap[id(s)] for op, s in self.stage_map.items()}
         new.is_normalized = False
-        new.groups = list(self.groups)
+        groups = {id(g): copy.copy(g) for g in self.groups}
+        for g in groups.values():
+            g.schedule = new
+            g.group = None if g.group is None else groups[id(g.group)]
+            g.attach_stage = None if g.attach_stage is None else remap[id(g.attach_stage)]
+        for c in new.stages:
+            if c.group is not None:
+                c.group = groups[id(c.group)]
+        new.groups = [groups[id(g)] for g in self.groups]
         return new
 
     def normalize(self) -> Schedule:

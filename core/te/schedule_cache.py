@@ -68,6 +68,16 @@ def _copy_axes(shape: tuple[E.PrimExpr, ...], suffix: str = "") -> tuple[E.IterV
                  for k, s in enumerate(shape))
 
 
+def _join_group(cache: Stage, origin: Stage) -> None:
+    """A cache stage belongs to the group of the stage it copies (placed with it, as TVM's cache stages)."""
+    cache.group = origin.group
+    cache.follows_group = origin.group is not None
+    if cache.group is not None:
+        from .schedule_group import apply_group_placements
+
+        apply_group_placements(cache.group.schedule)
+
+
 def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tensor[ComputeOp]:
     """Copy ``tensor`` into a new ``scope`` stage ``<name>.<scope>`` that ``readers`` read instead.
 
@@ -98,6 +108,7 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tenso
             raise LoomValueError(f"cache_read of {tensor.name}: {stage.op.name} does not read {tensor.name}")
     stage = Stage(cache_op)
     stage.scope = scope
+    _join_group(stage, producer)
     sch.stages.insert(sch.stages.index(producer) + 1, stage)
     sch.stage_map[cache_op] = stage
     return cache
@@ -144,6 +155,7 @@ def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[ComputeOp] | l
     stage.leaf_iter_vars = [iv for iv in stage.leaf_iter_vars if iv not in reduce_axes]
     cache_stage = Stage(cache_op)
     cache_stage.scope = scope
+    _join_group(cache_stage, stage)
     sch.stages.insert(sch.stages.index(stage), cache_stage)
     sch.stage_map[cache_op] = cache_stage
     out = [cache_op.output(t.value_index) for t in tensors]

@@ -9,6 +9,7 @@ from ..ir import expr as E
 from ..ir.reduce import Reduce
 from .tensor import ComputeOp, Tensor
 from .tensor_compute import TensorComputeOp
+from .schedule_group import check_group_placement
 from .schedule_loops import check_leaf
 
 __all__ = ["compute_at", "compute_inline", "compute_root", "set_scope", "storage_align", "double_buffer", "on_device"]
@@ -40,6 +41,7 @@ def compute_at(stage: Any, parent: Any, scope: E.IterVar) -> None:
     if not isinstance(stage.op, (ComputeOp, TensorComputeOp)):
         raise LoomValueError(f"compute_at on {stage.op.name}: only compute operations can be attached "
                              f"(this is a {type(stage.op).__name__})")
+    check_group_placement(stage.op.name, stage.group, parent)
     check_leaf(parent, scope, f"compute_at({stage.op.name})")
     stage.attach_type, stage.attach_stage, stage.attach_ivar = "scope", parent, scope
     stage.follows_group = False

@@ -8,6 +8,11 @@ another group becomes that group's parent.  The placement is applied to the
 member stages as it is made, so the lowering sees ordinary ``compute_at``
 stages.
 
+A scan's update is a group from the start (TVM's scan group): the stages on a
+path from its state placeholders (or its ``inputs``) to its updates run inside
+the scan's loop, one row per step.  A member of a group is computed only
+inside a stage of its group (or, for a scan's step, at the scan's axis).
+
 >>> import loom
 >>> x = loom.compute((4, 4), lambda i, j: i + j, name="x")
 >>> x1 = loom.compute((4, 4), lambda i, j: x[i, j] + 1, name="x1")
@@ -25,10 +30,14 @@ from typing import Any, Optional
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
+from .scan import ScanOp, update_body
 from .schedule_loops import check_leaf
 from .tensor import Operation, PlaceholderOp, Tensor
 
-__all__ = ["StageGroup", "create_group"]
+__all__ = ["StageGroup", "create_group", "make_scan_groups", "check_group_placement", "SCAN_UPDATE"]
+
+#: The attach type of a scan's update group: its members run inside the scan's loop.
+SCAN_UPDATE = "scan_update"
 
 
 class StageGroup:
@@ -62,25 +71,62 @@ class StageGroup:
             g = g.group
         return False
 
+    def _check_movable(self, what: str) -> None:
+        if self.attach_type == SCAN_UPDATE:
+            raise LoomValueError(f"{self!r}.{what}: this is the update of scan {self.attach_stage.op.name}, which "
+                                 f"runs inside the scan's loop; place its stages within it instead")
+
     def compute_at(self, parent: Any, scope: E.IterVar) -> None:
         """Compute the group's members inside ``parent``'s loop ``scope``."""
         if isinstance(parent, Tensor) or not hasattr(parent, "leaf_iter_vars"):
             raise LoomTypeError(f"{self!r}.compute_at expects a Stage (s[T]), got {type(parent).__name__}")
+        self._check_movable("compute_at")
         if self._contains(getattr(parent, "group", None)):
             raise LoomValueError(f"{self!r}.compute_at: {parent.op.name} is inside the group itself")
+        check_group_placement(repr(self), self.group, parent)
         check_leaf(parent, scope, f"compute_at({self!r})")
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, scope
         apply_group_placements(self.schedule)
 
     def compute_root(self) -> None:
         """Compute the group's members at the root again."""
+        self._check_movable("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
         apply_group_placements(self.schedule)
+
+
+def check_group_placement(name: str, group: Optional[StageGroup], parent: Any) -> None:
+    """Raise unless ``parent`` is a place a member of ``group`` may be computed at (TVM's rule).
+
+    That is a stage inside ``group`` (nested groups included) or, for a step of
+    a scan, the scan itself: ``compute_at(s[S], S.op.scan_axis)`` is where the
+    step runs anyway.
+    """
+    if group is None:
+        return
+    g = getattr(parent, "group", None)
+    while g is not None and g is not group:
+        g = g.group
+    if g is group:
+        return
+    scan = group
+    while scan is not None and scan.attach_type != SCAN_UPDATE:
+        scan = scan.group
+    if scan is not None:
+        if parent is scan.attach_stage:
+            return
+        raise LoomValueError(f"{name} is a step of scan {scan.attach_stage.op.name} (it reads the state), computed "
+                             f"inside the scan's loop; compute_at({parent.op.name}) would put it outside the scan's "
+                             f"loop: compute it at a stage of the step, or at the scan's axis")
+    raise LoomValueError(f"{name} belongs to {group!r}; it can only be computed inside a stage of that group, "
+                         f"not at {parent.op.name} (use the group's compute_at to move the group)")
 
 
 def _placement(group: Optional[StageGroup]) -> tuple[str, Any, Optional[E.IterVar]]:
     """The innermost placement a group (or, when it has none, its enclosing groups) gives."""
     while group is not None:
+        if group.attach_type == SCAN_UPDATE:  # at the "root" of the step: inside the scan's loop (scan_bound)
+            return "root", None, None
         if group.attach_type != "root":
             return group.attach_type, group.attach_stage, group.attach_ivar
         group = group.group
@@ -142,7 +188,11 @@ def create_group(sch: Any, outputs: Any, inputs: Any, include_inputs: bool = Fal
     stages = [sch[op] for op in members]
     if not stages:
         raise LoomValueError("create_group: no stage lies between the inputs and the outputs")
-    group = StageGroup(sch)
+    return _install(sch, stages, StageGroup(sch))
+
+
+def _install(sch: Any, stages: list[Any], group: StageGroup) -> StageGroup:
+    """Make ``group`` the group of ``stages``, nested inside the innermost group they share."""
     parent = _common_group([getattr(s, "group", None) for s in stages])
     group.group = parent
     for s in stages:
@@ -159,3 +209,15 @@ def create_group(sch: Any, outputs: Any, inputs: Any, include_inputs: bool = Fal
     sch.groups.append(group)
     apply_group_placements(sch)
     return group
+
+
+def make_scan_groups(sch: Any) -> None:
+    """Give each scan of a new schedule its update group (TVM's scan group; see the module's docstring)."""
+    for stage in list(sch.stages):
+        if isinstance(stage.op, ScanOp):
+            members = [sch.stage_map[op] for op in update_body(stage.op)
+                       if op in sch.stage_map and not isinstance(op, PlaceholderOp)]
+            if members:
+                group = StageGroup(sch)
+                group.attach_type, group.attach_stage = SCAN_UPDATE, stage
+                _install(sch, members, group)

@@ -51,7 +51,14 @@ class _Scalarize(Exception):
 
 
 def _bcast(x: E.PrimExpr, lanes: int) -> E.PrimExpr:
-    return x if x.dtype.lanes == lanes else E.Broadcast(x, lanes)
+    """``x`` on ``lanes`` lanes: a scalar or a broadcast is repeated; another vector cannot be."""
+    if x.dtype.lanes == lanes:
+        return x
+    if isinstance(x, E.Broadcast):
+        return E.Broadcast(x.value, lanes)
+    if x.dtype.lanes != 1:
+        raise _Scalarize(f"a {x.dtype.lanes}-lane value meets {lanes}-lane ones")
+    return E.Broadcast(x, lanes)
 
 
 def _scalar_part(x: E.PrimExpr) -> E.PrimExpr | None:
@@ -145,6 +152,24 @@ class _Vectorizer(Mutator):
         if a is e.a and b is e.b:
             return e
         return _binary(type(e), a, b)
+
+    def visit_Ramp(self, e: E.Ramp) -> E.PrimExpr:
+        """A ramp of vector elements (``A[j]`` of a ``float32x4`` pointer is ``A[ramp(j * 4, 1, 4)]``): over a
+        loop whose consecutive ramps touch, the lanes widen into one ramp (``ramp(0, 1, 16)``), as in TVM."""
+        if not self.varies(e):
+            return e
+        base = self.visit(e.base)
+        if self.varies(e.stride) or not isinstance(base, E.Ramp):
+            raise _Scalarize("a ramp whose stride varies")
+        step, inner, lanes = const_int(base.stride), const_int(e.stride), e.lanes * base.lanes
+        if step is None or inner is None or step != inner * e.lanes or lanes > MAX_LANES:
+            raise _Scalarize("the vector elements of consecutive iterations do not touch")
+        return E.Ramp(base.base, e.stride, lanes)
+
+    def visit_Broadcast(self, e: E.Broadcast) -> E.PrimExpr:
+        if self.varies(e):
+            raise _Scalarize("a broadcast of the vectorized variable")
+        return e
 
     def visit_Not(self, e: E.Not) -> E.PrimExpr:
         a = self.visit(e.a)

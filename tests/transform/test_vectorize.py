@@ -123,3 +123,52 @@ def test_symbolic_extent_stays_serial():
     n, i = loom.var("n"), loom.var("i")
     got = vectorize_loop(For(i, 0, n, "vectorized", BufferStore(B, A[0, i], [0, i])))
     assert got.kind is ForKind.SERIAL
+
+
+def test_ramps_of_vector_elements_widen_into_one_ramp():
+    """``A[j]`` of a ``float32x4`` pointer is ``A[ramp(j * 4, 1, 4)]``; vectorizing j gives one 16-lane ramp."""
+    j = loom.var("j")
+    flat = loom.decl_buffer((64,), "float32", name="F")
+    idx = Ramp(j * 4, loom.const(1), 4)
+    before = For(j, 0, 4, "vectorized", BufferStore(flat, flat[idx] + Broadcast(loom.const(1.0), 4), [idx]))
+    wide = Ramp(loom.const(0), loom.const(1), 16)
+    want = BufferStore(flat, flat[wide] + Broadcast(loom.const(1.0), 16), [wide])
+    loom.assert_structural_equal(vectorize_loop(before), want)
+
+
+@pytest.mark.parametrize("make_index", [
+    lambda j: Ramp(j * 8, loom.const(1), 4),   # gaps between the iterations' elements
+    lambda j: Ramp(loom.const(0), j, 4),       # the stride varies
+    lambda j: Ramp(j * 4, loom.const(1), 32),  # 4 x 32 lanes is more than a vector holds
+], ids=["gaps", "varying-stride", "too-wide"])
+def test_ramps_that_cannot_widen_stay_serial(make_index):
+    j = loom.var("j")
+    flat = loom.decl_buffer((256,), "float32", name="F")
+    idx = make_index(j)
+    loop = For(j, 0, 4, "vectorized", BufferStore(flat, Broadcast(loom.const(1.0), idx.lanes), [idx]))
+    got = vectorize_loop(loop)
+    assert isinstance(got, For) and got.kind is ForKind.SERIAL and got.body is loop.body
+
+
+def test_a_vector_element_loop_through_ir_builder_runs_widened_on_every_backend():
+    """TVM's test_vectorize_vector: an ir_builder loop over ``float32x4`` elements, vectorized, computes the same."""
+    n = 3
+
+    def body(ins, outs):
+        ib = loom.ir_builder.create()
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, n, name="i") as i:
+            with ib.for_range(0, 4, for_type="vectorize", name="j") as j:
+                c[i * 4 + j] = a[i * 4 + j] * loom.const(2.0, "float32x4")
+        return ib.get()
+
+    A = loom.placeholder((n * 4,), "float32x4", name="A")
+    C = loom.extern((n * 4,), [A], body, name="C", dtype="float32x4")
+    s = loom.create_schedule(C.op)
+    lowered = str(loom.lower(s, [A, C]))
+    assert ", 1, 16)]" in lowered and "vectorize" not in lowered
+    a = np.arange(n * 16, dtype="float32").reshape(n * 4, 4)
+    for kind in ("interp", "llvm", "c"):
+        c = np.zeros_like(a)
+        loom.build(s, [A, C], kind)(a, c)
+        np.testing.assert_allclose(c, a * 2)
