@@ -1,4 +1,4 @@
-"""Classic spellings added for TVM v0.6 programs: loom.div (C division), loom_llvm.llvm_version_major."""
+"""Classic spellings added for TVM v0.6 programs: loom.div (C division), loom_llvm.llvm_version_major, MakeAPI as PrimFunc."""
 
 import numpy as np
 import pytest
@@ -37,3 +37,18 @@ def test_llvm_version_major_is_llvmlites():
     import llvmlite.binding as llvm
 
     assert loom_llvm.llvm_version_major() == llvm.llvm_version_info[0]
+
+
+@pytest.mark.parametrize("target", ["interp", "llvm", "c"])
+def test_makeapi_of_an_ir_builder_body_is_a_primfunc_that_build_takes(target):
+    """TVM's ``MakeAPI(stmt, "inc", [A, n], 0, True)`` then ``build``: a PrimFunc over the pointer and the size."""
+    ib = loom.ir_builder.create()
+    n = loom.var("n")
+    A = ib.pointer("float32", name="A")
+    with ib.for_range(0, n) as i:
+        A[i] = A[i] * 2.0 + 1.0
+    func = loom.ir.PrimFunc([A.asnode(), n], ib.get(), attrs={"global_symbol": "inc"})
+    m = loom.build(func, target=target)
+    a = np.arange(6, dtype="float32")
+    m["inc"](a, 4)
+    np.testing.assert_array_equal(a, [1, 3, 5, 7, 4, 5])

@@ -46,7 +46,8 @@ from ..ir.dtype import DataType
 from ..ir.function import IRModule, PrimFunc
 from ..ir.op import Op
 from ..runtime.abi import abi_vars, division_by_zero_message
-from .cstyle_ops import BASE_CODE_FOR_OP, LIBM_FUNCTIONS, PREAMBLE, CodegenError, Template, is_simple, sanitize
+from .cstyle_ops import (BASE_CODE_FOR_OP, LIBC_FUNCTIONS, LIBM_FUNCTIONS, PREAMBLE, CodegenError, Template,
+                         is_simple, sanitize)
 from .cstyle_stmt import Release, StatementRenderer
 
 __all__ = ["CStyleRenderer", "CodegenError", "Release", "sanitize"]
@@ -92,7 +93,7 @@ class CStyleRenderer(StatementRenderer):
     parallel_preamble: ClassVar[str] = ""
     indent_unit: ClassVar[str] = "  "
     #: Functions the preamble's headers declare (``extern`` calls of them need no declaration).
-    header_functions: ClassVar[frozenset[str]] = LIBM_FUNCTIONS
+    header_functions: ClassVar[frozenset[str]] = LIBM_FUNCTIONS | LIBC_FUNCTIONS
 
     def __init__(self, openmp: bool = False, rules: Mapping[str, Rule] | None = None) -> None:
         self.openmp = openmp

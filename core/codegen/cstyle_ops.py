@@ -25,7 +25,8 @@ from ..runtime.symbols import is_reserved_name
 if TYPE_CHECKING:
     from .cstyle import CStyleRenderer
 
-__all__ = ["BASE_CODE_FOR_OP", "PREAMBLE", "CodegenError", "Template", "sanitize", "is_simple", "LIBM_FUNCTIONS"]
+__all__ = ["BASE_CODE_FOR_OP", "PREAMBLE", "CodegenError", "Template", "sanitize", "is_simple", "LIBM_FUNCTIONS",
+           "LIBC_FUNCTIONS"]
 
 Template = Callable[["CStyleRenderer", Any], str]
 
@@ -215,6 +216,12 @@ LIBM_FUNCTIONS = frozenset(
     f + suffix for f in ("exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "sin", "cos", "floor", "ceil",
                          "trunc", "fabs", "erf", "nearbyint", "pow", "fmod", "round")
     for suffix in ("", "f"))
+
+#: The C library functions ``string.h`` and ``stdlib.h`` (in :data:`PREAMBLE`) declare: a ``call_extern``
+#: of one must not declare it again (``memcpy(void *, void *, int64_t)`` conflicts with ``string.h``'s).
+LIBC_FUNCTIONS = frozenset(
+    "memcpy memmove memset memcmp memchr strlen strcmp strncmp strcpy strncpy malloc calloc realloc free "
+    "abs labs llabs abort exit getenv".split())
 
 
 #: Headers and helpers of the C dialect: word-to-double, floor division, aligned allocation.

@@ -25,9 +25,9 @@ from .dtype import DataType
 from . import expr as E
 from .expr_ops import convert_expr, const, floordiv
 from .node import Node, TupleOf, child, children, register_object, value
-from .op import Op, register_op
+from .op import Op, register_lowering, register_op
 
-__all__ = ["Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT"]
+__all__ = ["Buffer", "decl_buffer", "address_of", "DEFAULT_DATA_ALIGNMENT"]
 
 #: What ``data_alignment=-1`` means: the alignment of Loom's own allocations.
 DEFAULT_DATA_ALIGNMENT = 64
@@ -239,6 +239,40 @@ def _access_ptr_impl(annotation: Any, data: np.ndarray, offset: Any, extent: Any
     return data.reshape(-1)[int(offset):]
 
 
+def address_of(load: E.BufferLoad) -> E.Call:
+    """The address of the element ``load`` reads, a ``handle`` to pass to a call (TVM's ``address_of``).
+
+    The callee may read and write the memory from there on.  Lowering turns it into
+    ``load.buffer.access_ptr("rw", offset=...)``; a vector load gives the address of
+    its first lane.  TVM v0.6 spelled it ``call_pure_intrin("handle", "tvm_address_of", A[i])``.
+
+    >>> import loom
+    >>> A = loom.decl_buffer((4, 8), "float32", name="A")
+    >>> p = loom.address_of(A[1, 2]); str(p)
+    "address_of(A[1, 2], dtype='handle')"
+    >>> str(loom.ir.op.lowering_rule("tir.address_of", "llvm")(p).args[2])
+    '10'
+    """
+    if not isinstance(load, E.BufferLoad):
+        raise LoomTypeError(f"address_of takes a buffer element (A[i, j]), got {type(load).__name__} {load}")
+    return E.Call(DataType.of("handle"), Op.get("tir.address_of"), [load])
+
+
+def _lower_address_of(call: E.Call) -> E.Call:
+    load = call.args[0]
+    if not isinstance(load, E.BufferLoad):
+        raise LoomTypeError(f"address_of takes a buffer element (A[i, j]), got {type(load).__name__} {load}")
+    buf = load.buffer
+    offset: Any = 0
+    for idx, stride in zip(load.indices, buf.effective_strides()):
+        offset = offset + (idx.base if isinstance(idx, E.Ramp) else idx) * stride
+    if getattr(offset, "dtype", DataType.of("int32")).lanes != 1:
+        raise LoomTypeError(f"address_of({load}): the element's index is a vector that is not a ramp")
+    return buf.access_ptr("rw", offset=offset)
+
+
+register_op("tir.address_of", 1, None, doc="address_of(A[i]): a handle to the element A[i] (lowered to tvm_access_ptr)")
+register_lowering("tir.address_of", "default", _lower_address_of)
 register_op("tir.type_annotation", 0, lambda: 0,
             doc="a value standing for its own dtype (what tvm_access_ptr points to)")
 register_op("tir.tvm_access_ptr", 5, _access_ptr_impl,

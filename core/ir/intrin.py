@@ -94,7 +94,7 @@ register_op("tir.tvm_warp_activemask", 0, None, pure=False, doc="the mask of the
 
 
 #: TVM v0.6 intrinsic names that Loom registers under another name.
-CLASSIC_INTRINSIC_NAMES = {"tvm_if_then_else": "if_then_else", "pow": "power"}
+CLASSIC_INTRINSIC_NAMES = {"tvm_if_then_else": "if_then_else", "pow": "power", "tvm_address_of": "address_of"}
 
 
 def call_intrin(dtype: Any, op: str | Op, *args: Any) -> E.Call:

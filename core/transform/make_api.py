@@ -36,6 +36,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.expr_ops import const, floormod
 from ..ir.function import IRModule, PrimFunc
+from ..ir.op import Op
 from ..ir.node import Node, traversal_fields
 from ._util2 import free_vars
 from .pass_base import Pass, PassContext, prim_func_pass
@@ -49,7 +50,8 @@ WRITTEN_PARAMS_ATTR = "loom.written_params"
 def written_params(func: PrimFunc) -> tuple[int, ...]:
     """The indices of ``func``'s handle parameters whose memory its body may write (a safe over-estimate).
 
-    A store writes through its buffer's data Var; a load only reads.  Any other
+    A store writes through its buffer's data Var; a load only reads, unless its
+    address is taken (``address_of``).  Any other
     use of a handle Var (passed to a call or an extern function, bound to
     another name by a Let) may let the memory be written, so it counts as a
     write.  The walk keeps its own stack: bodies may nest deeper than Python's
@@ -73,6 +75,11 @@ def written_params(func: PrimFunc) -> tuple[int, ...]:
             stack.extend(node.indices)
         elif isinstance(node, E.BufferLoad):
             stack.extend(node.indices)
+        elif isinstance(node, E.Call) and isinstance(node.op, Op) and node.op.name == "tir.address_of":
+            for load in node.args:  # the address escapes to the callee, which may write through it
+                if isinstance(load, E.BufferLoad) and id(load.buffer.data) in handles:
+                    written.add(id(load.buffer.data))
+                stack.append(load)
         elif isinstance(node, E.Var):
             if id(node) in handles:
                 written.add(id(node))
