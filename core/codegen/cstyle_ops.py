@@ -172,6 +172,21 @@ def _access_ptr(r: CStyleRenderer, n: E.Call) -> str:
     return f"((void *)(({r.type_name(annotation.dtype)} *)({r.expr(data)}) + ({r.expr(offset)})))"
 
 
+def _shuffle(r: CStyleRenderer, n: E.Shuffle) -> str:
+    """Lane by lane: each vector bound to a temporary, each picked lane read from its vector (a scalar is one lane)."""
+    decls, lanes = [], []
+    for v in n.vectors:
+        name = r.tmp()
+        decls.append(f"{r.type_name(v.dtype)} {name} = {r.expr(v)};")
+        lanes += [f"{name}[{k}]" for k in range(v.dtype.lanes)] if v.dtype.lanes > 1 else [name]
+    picked = [lanes[i] for i in n.index_values]
+    if n.dtype.lanes == 1:
+        return f"({{ {' '.join(decls)} {picked[0]}; }})"
+    out = r.tmp()
+    sets = " ".join(f"{out}[{k}] = {x};" for k, x in enumerate(picked))
+    return f"({{ {' '.join(decls)} {r.type_name(n.dtype)} {out}; {sets} {out}; }})"
+
+
 _SYMBOLS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.Mod: "%"}
 
 BASE_CODE_FOR_OP: dict[Any, Template] = {
@@ -192,6 +207,7 @@ BASE_CODE_FOR_OP: dict[Any, Template] = {
     E.BufferLoad: lambda r, n: r.load(n),
     E.Broadcast: lambda r, n: r.elementwise(
         n.dtype.element_of(), [n.value], lambda a: f"({r.type_name(n.dtype)}){{{', '.join([a] * n.lanes)}}}", dup=True),
+    E.Shuffle: _shuffle,
     E.Ramp: lambda r, n: r.elementwise(n.dtype, [n.base, n.stride], lambda b, s: r.wrap(n.dtype, f"{b} + _l * {s}")),
     E.Let: lambda r, n: (f"({{ const {r.type_name(n.var.dtype)} {r.name(n.var)} = {r.expr(n.value)}; "
                          f"{r.expr(n.body)}; }})"),

@@ -6,7 +6,7 @@ from .dtype import DataType
 from .expr import (
     EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div,
     FloatImm, FloorDiv, FloorMod, IntImm, IterVar, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr,
-    Ramp, Range, Select, SizeVar, StringImm, Sub, Var,
+    Ramp, Range, Select, Shuffle, SizeVar, StringImm, Sub, Var,
 )
 from .function import GlobalVar, IRModule, PrimFunc
 from .functor import Mutator, Visitor, collect, ir_transform, post_order_visit, substitute
@@ -27,7 +27,7 @@ __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast", "BinaryOp", "CmpOp",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not", "Select", "BufferLoad", "Ramp",
-    "Broadcast", "Let", "Call", "Range", "IterVar", "Op", "register_op", "register_lowering", "list_ops",
+    "Broadcast", "Shuffle", "Let", "Call", "Range", "IterVar", "Op", "register_op", "register_lowering", "list_ops",
     "Stmt", "LetStmt", "AttrStmt", "AssertStmt", "BufferStore", "Allocate", "For", "ForKind", "While",
     "IfThenElse", "Evaluate", "SeqStmt", "seq", "no_op",
     "Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT", "PrimFunc", "GlobalVar", "IRModule",

@@ -29,7 +29,7 @@ __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast",
     "BinaryOp", "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "CmpOp", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not", "Select",
-    "BufferLoad", "Ramp", "Broadcast", "Let", "Call", "Range", "IterVar",
+    "BufferLoad", "Ramp", "Broadcast", "Shuffle", "Let", "Call", "Range", "IterVar",
     "ExprLike", "SupportsAsExpr",
 ]
 
@@ -485,3 +485,5 @@ class IterVar(ArithOperators, Node):
 
 # Operator overloading lives in expr_ops; importing it attaches the methods.
 from . import expr_ops as _expr_ops  # noqa: E402,F401
+# Shuffle (TVM's tir.Shuffle) lives in its own module to keep this file small.
+from .shuffle import Shuffle  # noqa: E402

@@ -362,6 +362,7 @@ _EXPR_RULES: dict[type, Callable[[_Printer, Any], tuple[str, int]]] = {
     E.BufferLoad: lambda p, e: (f"{p.buffer_name(e.buffer)}[{', '.join(p.expr(i) for i in e.indices) or '()'}]", _ATOM),
     E.Ramp: lambda p, e: (f"ramp({_args(p, e.base, e.stride, e.lanes)})", _ATOM),
     E.Broadcast: lambda p, e: (f"broadcast({_args(p, e.value, e.lanes)})", _ATOM),
+    E.Shuffle: lambda p, e: (f"shuffle([{_args(p, *e.vectors)}], [{_args(p, *e.indices)}])", _ATOM),
     E.Let: lambda p, e: (f"let {p.expr(e.var)} = {p.expr(e.value, _OR)} in {p.expr(e.body)}", _LET),
     E.Call: lambda p, e: p.call(e),
 }

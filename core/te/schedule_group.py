@@ -109,7 +109,7 @@ def check_group_placement(name: str, group: Optional[StageGroup], parent: Any) -
         g = g.group
     if g is group:
         return
-    scan = group
+    scan: Optional[StageGroup] = group
     while scan is not None and scan.attach_type != SCAN_UPDATE:
         scan = scan.group
     if scan is not None:

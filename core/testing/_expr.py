@@ -195,6 +195,21 @@ def _broadcast(comp: Any, node: E.Broadcast) -> Code:
                    NP=V.np_dtype(node.dtype))
 
 
+def _shuffle(comp: Any, node: E.Shuffle) -> Code:
+    t = node.dtype
+    if V.kind(t) == "handle":
+        raise LoomTypeError(f"{comp.fname}: cannot evaluate a Shuffle of {t}")
+    picks = np.array(node.index_values, dtype=np.intp)
+    picks.flags.writeable = False
+    npd, ops = V.np_dtype(t), [comp.expr(v) for v in node.vectors]
+    # Scalars and vectors alike become 1-D arrays; their concatenation's lanes are picked.
+    lanes = "CAT((" + "".join(f"ATLEAST1(ASARRAY({{{k}}}, NP)), " for k in range(len(ops))) + "))[PICKS]"
+    env = dict(CAT=np.concatenate, ATLEAST1=np.atleast_1d, ASARRAY=np.asarray, NP=npd, PICKS=picks)
+    if t.lanes > 1:
+        return lambda_(lanes, ops, **env)
+    return lambda_(f"SCALAR({lanes})", ops, SCALAR=lambda x: V.from_numpy(x, t), **env)
+
+
 def _let(comp: Any, node: E.Let) -> Code:
     value = comp.expr(node.value)
     shadows = comp.in_scope(node.var)  # the same Var bound again inside its own scope
@@ -221,5 +236,6 @@ def _call(comp: Any, node: E.Call) -> Code:
 EXPR_RULES: dict[type, Callable[[Any, Any], Code]] = {
     E.Var: _var, E.IntImm: _imm, E.FloatImm: _imm, E.StringImm: _string, E.Cast: _cast,
     E.BinaryOp: _binary, E.Not: _not, E.Select: _select, E.Ramp: _ramp, E.Broadcast: _broadcast,
+    E.Shuffle: _shuffle,
     E.Let: _let, E.BufferLoad: _load, E.Call: _call,
 }

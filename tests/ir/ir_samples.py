@@ -113,6 +113,7 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "tir.BufferLoad": lambda: _buf()[loom.var("i"), 2],
     "tir.Ramp": lambda: E.Ramp(_x(), loom.const(2), 8),
     "tir.Broadcast": lambda: E.Broadcast(loom.const(1.5), 4),
+    "tir.Shuffle": lambda: E.Shuffle([E.Ramp(_x(), loom.const(2), 4), _x() + 1], [4, 3, 0]),
     "tir.Let": lambda: (lambda v: E.Let(v, loom.const(2), v * v))(loom.var("t")),
     "tir.Call": lambda: loom.exp(loom.var("y", "float32")),
     "ir.Range": lambda: E.Range.from_min_extent(0, loom.var("n")),

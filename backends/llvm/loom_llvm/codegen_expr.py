@@ -32,6 +32,7 @@ from loom.ir.function import GlobalVar
 from loom.runtime.abi import division_by_zero_message
 
 from . import bfloat16
+from .codegen_vector import VectorEmitter
 from .intrinsics import emit_call
 
 __all__ = ["ExprEmitter", "llvm_type"]
@@ -88,8 +89,11 @@ def _nonzero_constant(e: E.PrimExpr, value: ir.Value) -> bool:
     return isinstance(constant, int) and constant != 0
 
 
-class ExprEmitter:
-    """Emits expressions into ``self.builder``; ``self.values`` maps ``id(Var)`` to its LLVM value."""
+class ExprEmitter(VectorEmitter):
+    """Emits expressions into ``self.builder``; ``self.values`` maps ``id(Var)`` to its LLVM value.
+
+    Vector building blocks and ``Shuffle`` come from :class:`.codegen_vector.VectorEmitter`.
+    """
 
     module: ir.Module
     builder: ir.IRBuilder
@@ -177,31 +181,6 @@ class ExprEmitter:
         if isinstance(ty, ir.VectorType):
             return ir.Constant(ty, [ir.Constant(ty.element, v)] * ty.count)
         return ir.Constant(ty, v)
-
-    def broadcast(self, v: ir.Value, lanes: int) -> ir.Value:
-        b = self.builder
-        undef = ir.Constant(ir.VectorType(v.type, lanes), ir.Undefined)
-        one = b.insert_element(undef, v, ir.Constant(ir.IntType(32), 0))
-        return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
-
-    def per_lane(self, x: ir.Value, fn: Callable[[ir.Value], ir.Value]) -> ir.Value:
-        """``fn`` on each lane of a vector (or on a scalar); the lanes of the results make the vector."""
-        if not isinstance(x.type, ir.VectorType):
-            return fn(x)
-        return self.lanes(x.type.count, [x], fn)
-
-    def lanes(self, count: int, operands: Sequence[ir.Value], fn: Callable[..., ir.Value]) -> ir.Value:
-        """The vector of ``fn`` on lane k of each operand, k < ``count`` (a scalar operand is every lane's)."""
-        b = self.builder
-
-        def lane(v: ir.Value, k: int) -> ir.Value:
-            return b.extract_element(v, ir.Constant(ir.IntType(32), k)) if isinstance(v.type, ir.VectorType) else v
-
-        results = [fn(*(lane(v, k) for v in operands)) for k in range(count)]
-        out: ir.Value = ir.Constant(ir.VectorType(results[0].type, count), ir.Undefined)
-        for k, v in enumerate(results):
-            out = b.insert_element(out, v, ir.Constant(ir.IntType(32), k))
-        return out
 
     def convert(self, v: ir.Value, src: DataType, dst: DataType) -> ir.Value:
         """Cast ``v`` from ``src`` to ``dst`` (same lanes, or a scalar broadcast)."""
