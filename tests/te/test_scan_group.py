@@ -28,6 +28,12 @@ def _expected():
     return out
 
 
+def _check(s, res, kind="llvm"):
+    out = np.zeros((6, 5), "float32")
+    loom.build(s, [res], kind)(out)
+    np.testing.assert_allclose(out, _expected())
+
+
 def test_the_update_stages_share_one_group_placed_in_the_scan():
     x, init, u1, u2, u3, res = _three_step_scan()
     s = loom.create_schedule(res.op)
@@ -48,9 +54,7 @@ def test_nested_group_inside_the_scan_group_and_the_tvm_test_scan_group_sequence
     assert g2.attach_stage is s[u3] and s[u2].attach_stage is s[u3]
     with pytest.raises(LoomValueError, match="u2 is a step of scan res .* outside the scan's loop"):
         s[u2].compute_at(s[init], init.op.axis[0])
-    out = np.zeros((6, 5), "float32")
-    loom.build(s, [res], "llvm")(out)
-    np.testing.assert_allclose(out, _expected())
+    _check(s, res)
 
 
 def test_the_scan_group_itself_cannot_move_and_its_stages_may_sit_at_the_scan_axis():
@@ -65,9 +69,7 @@ def test_the_scan_group_itself_cannot_move_and_its_stages_may_sit_at_the_scan_ax
     s[u2].compute_root()  # back to following the group: still inside the loop
     assert s[u2].attach_type == "root"
     for kind in ("interp", "llvm"):
-        out = np.zeros((6, 5), "float32")
-        loom.build(s, [res], kind)(out)
-        np.testing.assert_allclose(out, _expected())
+        _check(s, res, kind)
 
 
 def test_a_member_of_a_plain_group_stays_inside_it():
@@ -93,9 +95,7 @@ def test_cache_stages_join_the_group_of_what_they_copy():
     u2c = s.cache_write(u2, "local")
     u1c = s.cache_read(u1, "local", [u2c])
     assert s[u2c].group is s[u2].group and s[u1c].group is s[u1].group
-    out = np.zeros((6, 5), "float32")
-    loom.build(s, [res], "llvm")(out)
-    np.testing.assert_allclose(out, _expected())
+    _check(s, res)
 
 
 def test_copies_and_saved_schedules_keep_their_own_groups():
@@ -107,6 +107,4 @@ def test_copies_and_saved_schedules_keep_their_own_groups():
     s2 = loom.load_json(loom.save_json(s))
     [g] = s2.groups
     assert g.attach_type == "scan_update" and g.num_child_stages == 3
-    out = np.zeros((6, 5), "float32")
-    loom.build(s2, [s2.outputs[0].output(0)], "llvm")(out)
-    np.testing.assert_allclose(out, _expected())
+    _check(s2, s2.outputs[0].output(0))
