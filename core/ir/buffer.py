@@ -253,21 +253,21 @@ def address_of(load: E.BufferLoad) -> E.Call:
     >>> str(loom.ir.op.lowering_rule("tir.address_of", "llvm")(p).args[2])
     '10'
     """
+    return E.Call(DataType.of("handle"), Op.get("tir.address_of"), [_element(load)])
+
+
+def _element(load: Any) -> E.BufferLoad:
     if not isinstance(load, E.BufferLoad):
         raise LoomTypeError(f"address_of takes a buffer element (A[i, j]), got {type(load).__name__} {load}")
-    return E.Call(DataType.of("handle"), Op.get("tir.address_of"), [load])
+    return load
 
 
 def _lower_address_of(call: E.Call) -> E.Call:
-    load = call.args[0]
-    if not isinstance(load, E.BufferLoad):
-        raise LoomTypeError(f"address_of takes a buffer element (A[i, j]), got {type(load).__name__} {load}")
+    load = _element(call.args[0])  # call_intrin("handle", "address_of", x) is checked only here
     buf = load.buffer
-    offset: Any = 0
+    offset: Any = 0  # from elem_offset, which access_ptr adds; a vector load's first lane
     for idx, stride in zip(load.indices, buf.effective_strides()):
         offset = offset + (idx.base if isinstance(idx, E.Ramp) else idx) * stride
-    if getattr(offset, "dtype", DataType.of("int32")).lanes != 1:
-        raise LoomTypeError(f"address_of({load}): the element's index is a vector that is not a ramp")
     return buf.access_ptr("rw", offset=offset)
 
 

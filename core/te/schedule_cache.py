@@ -17,6 +17,7 @@ from ..ir.functor import Mutator
 from .operation import HybridOp
 from .cache_relayout import relayout_cache_op
 from .schedule import Schedule, Stage
+from .schedule_group import apply_group_placements
 from .tensor import ComputeOp, ExternOp, Operation, Tensor
 
 __all__ = ["cache_read", "cache_write"]
@@ -73,8 +74,6 @@ def _join_group(cache: Stage, origin: Stage) -> None:
     cache.group = origin.group
     cache.follows_group = origin.group is not None
     if cache.group is not None:
-        from .schedule_group import apply_group_placements
-
         apply_group_placements(cache.group.schedule)
 
 

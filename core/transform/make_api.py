@@ -36,8 +36,8 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.expr_ops import const, floormod
 from ..ir.function import IRModule, PrimFunc
-from ..ir.op import Op
 from ..ir.node import Node, traversal_fields
+from ._util import is_op_call
 from ._util2 import free_vars
 from .pass_base import Pass, PassContext, prim_func_pass
 
@@ -75,7 +75,7 @@ def written_params(func: PrimFunc) -> tuple[int, ...]:
             stack.extend(node.indices)
         elif isinstance(node, E.BufferLoad):
             stack.extend(node.indices)
-        elif isinstance(node, E.Call) and isinstance(node.op, Op) and node.op.name == "tir.address_of":
+        elif is_op_call(node, "tir.address_of"):
             for load in node.args:  # the address escapes to the callee, which may write through it
                 if isinstance(load, E.BufferLoad) and id(load.buffer.data) in handles:
                     written.add(id(load.buffer.data))
