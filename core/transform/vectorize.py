@@ -8,8 +8,9 @@ vectors get vector variables.  Ramps are kept affine (``Ramp * c`` and
 
 A body that cannot be expressed lane-wise -- a branch or assertion whose
 condition depends on the loop variable, a nested loop or allocation, an impure
-call, a store that is the same for every lane, code that is already vector --
-falls back to a serial loop, which is always correct.  A loop with a
+call, a store that is the same for every lane, code that is already vector, an
+``if_then_else`` on the lane guarding a load that may be out of bounds on the lanes
+it does not select -- falls back to a serial loop, which is always correct.  A loop with a
 non-constant extent, or an extent below 2, also stays serial.  A loop that
 stays serial although it had lanes to use is reported (once, with the reason)
 as a WARNING of the ``loom.transform.vectorize`` logger.
@@ -31,12 +32,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..arith.analyzer import Analyzer
 from ..errors import LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir import stmt as S
 from ..ir.dtype import MAX_LANES
-from ..ir.functor import Mutator
+from ..ir.functor import Mutator, collect
 from ..ir.op import Op
 from ._util import body_pass, const_int, is_op_call, uses_vars
 from .pass_base import Pass, PassContext
@@ -127,8 +129,9 @@ class _GuardDivisors(Mutator):
 class _Vectorizer(Mutator):
     """Rewrites the body of one loop lane-wise; raises :class:`_Scalarize` when it cannot."""
 
-    def __init__(self, loop: S.For, lanes: int, ramp: E.Ramp) -> None:
+    def __init__(self, loop: S.For, lanes: int, ramp: E.Ramp, dom: dict[E.Var, E.Range]) -> None:
         self.lanes = lanes
+        self.dom = dom  # the ranges of this loop's variable and of the loops around it
         self.vmap: dict[E.Var, E.PrimExpr] = {loop.loop_var: ramp}
         self.loop: S.For | None = loop  # for a branch that has to stay serial (see _branch)
 
@@ -205,6 +208,8 @@ class _Vectorizer(Mutator):
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
         if is_op_call(e, "tir.if_then_else") and self.varies(e):
             cond, then, other = e.args
+            if self.varies(cond):
+                self._check_guarded_loads(then, other)
             e = E.Call(e.dtype, e.op, [cond, _GuardDivisors(cond).visit(then), _GuardDivisors(E.Not(cond)).visit(other)])
         if not _elementwise(e):
             if self.varies(e) or (isinstance(e.op, Op) and not e.op.info.pure) or not isinstance(e.op, Op):
@@ -215,6 +220,36 @@ class _Vectorizer(Mutator):
             return e
         lanes = max(a.dtype.lanes for a in args)
         return E.Call(e.dtype.with_lanes(lanes), e.op, [_bcast(a, lanes) for a in args])
+
+    def _check_guarded_loads(self, *branches: E.PrimExpr) -> None:
+        """Refuse lane-wise ``if_then_else`` over a load that its guard may be keeping in bounds.
+
+        Vectorized, both branches are read on every lane: a padding read such as
+        ``if_then_else(i >= 1, A[i - 1], 0)`` would read ``A[-1]`` (TVM keeps such a
+        loop serial).  A load is kept when its indices are in bounds over the loop
+        domain whatever the guard says.
+        """
+        loads = [ld for b in branches for ld in collect(b, lambda n: isinstance(n, E.BufferLoad))]
+        for load in loads:
+            if not self._in_bounds(load):
+                raise _Scalarize(f"if_then_else guards a load of {load.buffer.name} that may be out of bounds "
+                                 "on the lanes it does not select")
+
+    def _in_bounds(self, load: E.BufferLoad) -> bool:
+        shape = load.buffer.shape
+        if not shape or len(shape) != len(load.indices):
+            return False
+        an = Analyzer()
+        for idx, n in zip(load.indices, shape):
+            if idx.dtype.lanes != 1:
+                return False
+            span = an.int_set(idx, self.dom)
+            if span.min is None or span.max is None:
+                return False
+            zero = ops.const(0, span.min.dtype)
+            if not (an.can_prove(ops.ge(span.min, zero)) and an.can_prove(ops.lt(span.max, n))):
+                return False
+        return True
 
     # -- statements ---------------------------------------------------------------
     def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
@@ -287,7 +322,7 @@ class _Vectorizer(Mutator):
         raise _Scalarize("an allocation needs one copy per lane")
 
 
-def _vectorize_one(loop: S.For) -> tuple[S.Stmt, str | None]:
+def _vectorize_one(loop: S.For, dom: dict[E.Var, E.Range]) -> tuple[S.Stmt, str | None]:
     """The loop as vector code, or as a serial loop with the reason it could not be vectorized."""
     lanes = const_int(loop.extent)
     if lanes is None or lanes < 2:
@@ -298,7 +333,7 @@ def _vectorize_one(loop: S.For) -> tuple[S.Stmt, str | None]:
                              f"{MAX_LANES} lanes a vector can have; split it and vectorize the inner loop")
     ramp = E.Ramp(loop.min, ops.const(1, loop.loop_var.dtype), lanes)
     try:
-        return _Vectorizer(loop, lanes, ramp).visit(loop.body), None
+        return _Vectorizer(loop, lanes, ramp, dom).visit(loop.body), None
     except _Scalarize as err:
         return loop.with_(kind=S.ForKind.SERIAL), str(err)
 
@@ -311,6 +346,7 @@ class _LoopVectorizer(Mutator):
         # of whose copies vectorized is reported.
         self.vectorized: set[str] = set()
         self.serial: dict[str, str] = {}
+        self.dom: dict[E.Var, E.Range] = {}  # the loops around the current one, and itself
 
     def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
         return e
@@ -319,6 +355,13 @@ class _LoopVectorizer(Mutator):
         return b
 
     def visit_For(self, s: S.For) -> S.Stmt:
+        self.dom[s.loop_var] = E.Range(s.min, s.extent)
+        try:
+            return self._loop(s)
+        finally:
+            del self.dom[s.loop_var]
+
+    def _loop(self, s: S.For) -> S.Stmt:
         body = self.visit(s.body)  # inner loops first
         if body is not s.body:
             s = s.with_(body=body)
@@ -326,7 +369,7 @@ class _LoopVectorizer(Mutator):
             return s
         if self.skip:
             return s.with_(kind=S.ForKind.SERIAL)
-        out, why = _vectorize_one(s)
+        out, why = _vectorize_one(s, self.dom)
         name = s.loop_var.name
         if not (isinstance(out, S.For) and out.kind is S.ForKind.SERIAL):
             self.vectorized.add(name)

@@ -172,3 +172,44 @@ def test_a_vector_element_loop_through_ir_builder_runs_widened_on_every_backend(
         c = np.zeros_like(a)
         loom.build(s, [A, C], kind)(a, c)
         np.testing.assert_allclose(c, a * 2)
+
+
+def _guarded(cond, load):
+    """``C[i] = if_then_else(cond(i), load(i), 0)`` over 64 elements, i split by 8 and vectorized."""
+    A = loom.placeholder((64,), name="A")
+    C = loom.compute((64,), lambda i: loom.if_then_else(cond(i), load(A, i), 0.0), name="C")
+    s = loom.create_schedule(C.op)
+    s[C].vectorize(s[C].split(C.op.axis[0], factor=8)[1])
+    return s, A, C
+
+
+@pytest.mark.parametrize("cond, load, want", [
+    (lambda i: i >= 1, lambda A, i: A[i - 1], lambda a: np.concatenate([[0], a[:-1]])),    # padding: A[-1]
+    (lambda i: i < 63, lambda A, i: A[i + 1], lambda a: np.concatenate([a[1:], [0]])),     # A[64]
+], ids=["reads-before", "reads-past"])
+def test_a_load_kept_in_bounds_by_if_then_else_keeps_the_loop_serial(cond, load, want, caplog):
+    """Vector code would read every lane of both branches, so ``A[-1]`` / ``A[64]``: as TVM, the loop stays serial.
+
+    Before, llvm and c read outside ``A`` and the interpreter (the oracle) raised out-of-bounds.
+    """
+    s, A, C = _guarded(cond, load)
+    with caplog.at_level("WARNING", logger="loom.transform.vectorize"):
+        lowered = str(loom.lower(s, [A, C]))
+    assert "ramp" not in lowered
+    assert "may be out of bounds" in caplog.text
+    a = np.arange(1, 65, dtype="float32")
+    for kind in ("interp", "llvm", "c"):
+        c = np.full(64, -1, "float32")
+        loom.build(s, [A, C], kind)(a, c)
+        np.testing.assert_array_equal(c, want(a), err_msg=kind)
+
+
+def test_if_then_else_over_loads_in_bounds_on_every_lane_is_vectorized():
+    """``if_then_else(i < 32, A[i], 0)``: the load is in bounds whatever the guard, so the select is lane-wise."""
+    s, A, C = _guarded(lambda i: i < 32, lambda A, i: A[i])
+    assert "ramp" in str(loom.lower(s, [A, C]))
+    a = np.arange(1, 65, dtype="float32")
+    for kind in ("interp", "llvm", "c"):
+        c = np.zeros(64, "float32")
+        loom.build(s, [A, C], kind)(a, c)
+        np.testing.assert_array_equal(c, np.where(np.arange(64) < 32, a, 0), err_msg=kind)
