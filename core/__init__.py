@@ -15,7 +15,7 @@ from .errors import (
     VerifyError,
 )
 from .ir import DataType, Op, decl_buffer, convert, register_object
-from .ir.buffer import address_of
+from .ir.buffer import address_of, prefetch
 from .ir.expr_ops import (
     all, any, cast, const, div, floordiv, floormod, max_value, min_value, select, size_var, truncdiv,
     truncmod, var,
@@ -46,7 +46,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LoomError", "LoomTypeError", "LoomValueError", "IRError", "VerifyError", "SerializationError",
     "TargetError", "PluginError",
-    "DataType", "Op", "decl_buffer", "address_of", "convert", "register_object",
+    "DataType", "Op", "decl_buffer", "address_of", "prefetch", "convert", "register_object",
     "var", "size_var", "const", "cast", "select", "div", "floordiv", "floormod", "truncdiv", "truncmod",
     "min_value", "max_value", "all", "any",
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "power",

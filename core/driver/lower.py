@@ -4,7 +4,7 @@ The order, with the slots where user and plugin passes run (see ``pipeline.py``)
 
     schedule_to_stmt -> PrimFunc (params, buffer_map, tensor_binds)
     phase 0:                                              + plugin/user phase-0 passes
-    phase 1: StorageFlatten, CanonicalSimplify            + plugin/user phase-1 passes
+    phase 1: InjectPrefetch, StorageFlatten, CanonicalSimplify + plugin/user phase-1 passes
     phase 2: LoopPartition, VectorizeLoop, InjectVirtualThread, InjectDoubleBuffer,
              StorageRewrite, UnrollLoop                   + plugin/user phase-2 passes
     phase 3: Simplify, RemoveNoOp, RewriteUnsafeSelect    + plugin/user phase-3 passes

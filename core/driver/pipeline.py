@@ -58,6 +58,7 @@ def lazy_pass(module: str, factory: str, *args: Any) -> PassFactory:
 PHASE_0: list[tuple[str, PassFactory]] = []
 
 PHASE_1 = [
+    ("InjectPrefetch", lazy_pass("inject_prefetch", "InjectPrefetch")),  # reads te tensors: before flattening
     ("StorageFlatten", lazy_pass("storage_flatten", "StorageFlatten")),
     ("CanonicalSimplify", lazy_pass("simplify", "CanonicalSimplify")),  # canonical form of the flat indices
 ]

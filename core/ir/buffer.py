@@ -27,7 +27,8 @@ from .expr_ops import convert_expr, const, floordiv
 from .node import Node, TupleOf, child, children, register_object, value
 from .op import Op, register_lowering, register_op
 
-__all__ = ["Buffer", "decl_buffer", "address_of", "DEFAULT_DATA_ALIGNMENT"]
+__all__ = ["Buffer", "decl_buffer", "address_of", "prefetch", "prefetch_parts", "prefetch_address", "element_ptr",
+           "DEFAULT_DATA_ALIGNMENT"]
 
 #: What ``data_alignment=-1`` means: the alignment of Loom's own allocations.
 DEFAULT_DATA_ALIGNMENT = 64
@@ -262,17 +263,65 @@ def _element(load: Any) -> E.BufferLoad:
     return load
 
 
-def _lower_address_of(call: E.Call) -> E.Call:
-    load = _element(call.args[0])  # call_intrin("handle", "address_of", x) is checked only here
+def element_ptr(load: E.BufferLoad, access_mask: str = "rw") -> E.Call:
+    """``load.buffer.access_ptr(access_mask)`` at the element ``load`` reads (a vector load: its first lane)."""
     buf = load.buffer
-    offset: Any = 0  # from elem_offset, which access_ptr adds; a vector load's first lane
+    offset: Any = 0  # from elem_offset, which access_ptr adds
     for idx, stride in zip(load.indices, buf.effective_strides()):
         offset = offset + (idx.base if isinstance(idx, E.Ramp) else idx) * stride
-    return buf.access_ptr("rw", offset=offset)
+    return buf.access_ptr(access_mask, offset=offset)
+
+
+def _lower_address_of(call: E.Call) -> E.Call:
+    return element_ptr(_element(call.args[0]))  # call_intrin("handle", "address_of", x) is checked only here
+
+
+def prefetch(load: E.BufferLoad, rw: int = 0, locality: int = 3) -> E.Call:
+    """A hint to bring the cache line holding the element ``load`` reads into the caches.
+
+    ``rw`` is 0 to read it, 1 to write it; ``locality`` runs from 0 (used once) to 3
+    (keep it in every cache level), as for C's ``__builtin_prefetch``.  The llvm and
+    c targets emit ``llvm.prefetch`` / ``__builtin_prefetch`` (neither can fault);
+    the interpreter checks the element is in bounds; other targets drop the call.
+    ``Stage.prefetch`` places such calls from a schedule.
+
+    >>> import loom
+    >>> A = loom.decl_buffer((64,), "float32", name="A")
+    >>> print(loom.ir.Evaluate(loom.prefetch(A[16])))
+    prefetch(A[16], 0, 3)
+    """
+    for name, v, top in (("rw", rw, 1), ("locality", locality, 3)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top:
+            raise LoomValueError(f"prefetch: {name} must be an int from 0 to {top}, got {v!r}")
+    return E.Call(DataType.of("int32"), Op.get("tir.prefetch"), [_element(load), const(rw), const(locality)])
 
 
 register_op("tir.address_of", 1, None, doc="address_of(A[i]): a handle to the element A[i] (lowered to tvm_access_ptr)")
 register_lowering("tir.address_of", "default", _lower_address_of)
+def prefetch_parts(call: E.Call) -> tuple[E.PrimExpr, E.PrimExpr, E.PrimExpr]:
+    """``(where, rw, locality)`` of a ``tir.prefetch`` call; ``where`` is the element (a BufferLoad) in
+    Loom's form ``prefetch(A[i], rw, locality)``, or an address (a handle) in TVM's
+    ``prefetch(address_of(A[i]), rw, locality, cache_type)`` (the data cache is the only kind)."""
+    if len(call.args) not in (3, 4):
+        raise IRError(f"prefetch takes (A[i], rw, locality), got {len(call.args)} arguments: {call}")
+    where = call.args[0]
+    if isinstance(where, E.Call) and isinstance(where.op, Op) and where.op.name == "tir.address_of":
+        where = where.args[0]
+    if not isinstance(where, E.BufferLoad) and not where.dtype.is_handle:
+        raise IRError(f"prefetch needs a buffer element (A[i]) or an address as its first argument, got {where}")
+    return where, call.args[1], call.args[2]
+
+
+def prefetch_address(where: E.PrimExpr) -> E.PrimExpr:
+    """The address a prefetch hints (``where`` from :func:`prefetch_parts`)."""
+    return element_ptr(where, "r") if isinstance(where, E.BufferLoad) else where
+
+
+register_op("tir.prefetch", -1, None, pure=False,
+            doc="prefetch(A[i], rw, locality): a cache hint for the line holding A[i] (no value, never faults)")
+# A hint: a target that cannot give it loses nothing.  llvm, c and the interpreter keep the call.
+register_lowering("tir.prefetch", "default", lambda call: const(0, "int32"))
+register_lowering("tir.prefetch", "interp", lambda call: None)
 register_op("tir.type_annotation", 0, lambda: 0,
             doc="a value standing for its own dtype (what tvm_access_ptr points to)")
 register_op("tir.tvm_access_ptr", 5, _access_ptr_impl,

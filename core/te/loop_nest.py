@@ -58,6 +58,14 @@ def _check_lanes(stage: Any, iv: E.IterVar, dom: E.Range) -> None:
                              f"(s[{stage.op.name}].split({iv.var.name}, factor=8)) and vectorize the inner loop")
 
 
+def _prefetch_frames(stage: Any, iv: E.IterVar, attr: Any, kind: str) -> list[Frame]:
+    """``prefetch_scope`` attributes inside loop ``iv``; :mod:`loom.transform.inject_prefetch` expands them."""
+    if kind == "vectorized":
+        raise LoomValueError(f"prefetch on {stage.op.name}: loop {iv.var.name} is vectorized (its lanes run at "
+                             "once); prefetch in a loop around it")
+    return [partial(AttrStmt, tensor, "prefetch_scope", offset) for tensor, offset in attr.prefetch]
+
+
 def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, new_loop_var: bool,
                    skip: set[E.IterVar], values: dict[E.IterVar, E.PrimExpr],
                    attach: Optional[Callable[[E.IterVar, Stmt], Stmt]] = None) -> list[list[Frame]]:
@@ -85,7 +93,12 @@ def make_loop_nest(stage: Any, dom_map: dict[E.IterVar, E.Range], begin: int, ne
             if kind == "vectorized":
                 _check_lanes(stage, iv, dom)
             level.extend(_loop_frames(iv, var, dom, kind, values))
+            if attr is not None and attr.prefetch and not new_loop_var:
+                level.extend(_prefetch_frames(stage, iv, attr, kind))
         else:
+            if attr.prefetch:
+                raise LoomValueError(f"prefetch on {stage.op.name}: loop {iv.var.name} is bound to "
+                                     f"{thread.var.name}; prefetch in a serial loop")
             key = "virtual_thread" if thread.thread_tag in _VIRTUAL_TAGS else "thread_extent"
             level.append(partial(AttrStmt, thread, key, dom.extent))
             # A thread index runs over [0, extent): an axis whose range starts elsewhere (a stage

@@ -80,9 +80,26 @@ class IterVarAttr:
     pragmas: list[tuple[str, E.PrimExpr]] = field(default_factory=list)
     #: The tensor intrinsic a ``tensorize`` put here (``iter_type`` is then ``"tensorized"``).
     tensor_intrin: Any = None
+    #: ``(tensor, offset)`` of each ``prefetch``: what to fetch ``offset`` iterations ahead.
+    prefetch: list[tuple[Any, E.PrimExpr]] = field(default_factory=list)
 
     def copy(self) -> IterVarAttr:
-        return IterVarAttr(self.iter_type, self.bind_thread, list(self.pragmas), self.tensor_intrin)
+        return IterVarAttr(self.iter_type, self.bind_thread, list(self.pragmas), self.tensor_intrin,
+                           list(self.prefetch))
+
+    @property
+    def prefetch_data(self) -> Any:
+        """The tensors prefetched in this loop (TVM's spelling)."""
+        from ..ir.container import Array
+
+        return Array([t for t, _ in self.prefetch])
+
+    @property
+    def prefetch_offset(self) -> Any:
+        """How many iterations ahead each of :attr:`prefetch_data` is fetched."""
+        from ..ir.container import Array
+
+        return Array([o for _, o in self.prefetch])
 
     @property
     def pragma_keys(self) -> Any:

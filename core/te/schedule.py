@@ -119,6 +119,23 @@ class Stage(Generic[OpT]):
         """Annotate the loop ``axis`` with ``pragma_<pragma_type>`` (value 1 unless given)."""
         _loops.pragma(self, axis, pragma_type, pragma_value)
 
+    def prefetch(self, tensor: Any, var: E.IterVar, offset: Any) -> None:
+        """Prefetch, in each iteration of loop ``var``, what the body reads of ``tensor`` ``offset`` iterations later.
+
+        A hint to the CPU caches (``llvm.prefetch``, C's ``__builtin_prefetch``): one
+        prefetch per 64-byte line of the region, clamped to the tensor's storage;
+        other targets drop it.
+
+        >>> import loom
+        >>> A = loom.placeholder((64, 64), name="A")
+        >>> B = loom.compute((64, 64), lambda i, j: A[i, j] * 2, name="B")
+        >>> s = loom.create_schedule(B.op)
+        >>> s[B].prefetch(A, B.op.axis[0], 2)
+        >>> "prefetch(A[min(i + 2, 63), A.prefetch1 * 16], 0, 3)" in str(loom.lower(s, [A, B], simple_mode=True))
+        True
+        """
+        _loops.prefetch(self, tensor, var, offset)
+
     def tensorize(self, axis: E.IterVar, intrin: Any) -> None:
         """Compute the loops from ``axis`` inward with the tensor intrinsic ``intrin`` (see loom.te.tensorize)."""
         from .tensorize import tensorize

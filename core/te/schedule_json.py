@@ -25,7 +25,7 @@ from ..errors import SerializationError
 from ..ir import expr as E
 from ..ir.node import Node, TupleOf, child, children, register_object, value
 from .relations import Fuse, IterVarAttr, Rebase, Singleton, Split
-from .tensor import Operation
+from .tensor import Operation, Tensor
 from .tensorize import REQUEST_ATTR as TENSORIZE_REQUEST
 
 __all__ = ["ScheduleRecord", "StageRecord", "RelationRecord", "LoopAttrRecord", "GroupRecord", "schedule_record"]
@@ -50,6 +50,8 @@ class LoopAttrRecord(Node):
     bind_thread: Optional[E.IterVar] = child(E.IterVar, optional=True, default=None)
     pragma_keys: tuple[str, ...] = value(tuple, default=())
     pragma_values: TupleOf[E.PrimExpr] = children(E.PrimExpr, default=())
+    prefetch_data: TupleOf[Tensor] = children(Tensor, default=())
+    prefetch_offset: TupleOf[E.PrimExpr] = children(E.PrimExpr, default=())
 
 
 @register_object("te.StageRecord")
@@ -139,7 +141,8 @@ class ScheduleRecord(Node):
             st.origin_op = r.origin_op
             st.all_iter_vars, st.leaf_iter_vars = list(r.all_iter_vars), list(r.leaf_iter_vars)
             st.relations = [_relation(x) for x in r.relations]
-            st.iter_var_attrs = {a.ivar: IterVarAttr(a.iter_type, a.bind_thread, list(zip(a.pragma_keys, a.pragma_values)))
+            st.iter_var_attrs = {a.ivar: IterVarAttr(a.iter_type, a.bind_thread, list(zip(a.pragma_keys, a.pragma_values)),
+                                                     prefetch=list(zip(a.prefetch_data, a.prefetch_offset)))
                                  for a in r.loop_attrs}
             st.attach_type, st.attach_ivar, st.scope = r.attach_type, r.attach_ivar, r.scope
             st.storage_aligns = {iv: (int(f), int(o)) for iv, (f, o) in zip(r.align_axes, r.align_factors)}
@@ -187,7 +190,8 @@ def schedule_record(sch: Any) -> ScheduleRecord:
             raise SerializationError(f"save_json of a schedule: stage {s.op.name} is placed on {s.device!r}; "
                                      f"only placements written as strings ('cuda', 'ext_dev') can be saved")
         attrs_ = tuple(LoopAttrRecord(iv, a.iter_type, a.bind_thread, tuple(k for k, _ in a.pragmas),
-                                      tuple(v for _, v in a.pragmas)) for iv, a in s.iter_var_attrs.items())
+                                      tuple(v for _, v in a.pragmas), tuple(t for t, _ in a.prefetch),
+                                      tuple(o for _, o in a.prefetch)) for iv, a in s.iter_var_attrs.items())
         stages.append(StageRecord(
             s.op, s.origin_op, tuple(s.all_iter_vars), tuple(s.leaf_iter_vars),
             tuple(_relation_record(r) for r in s.relations), attrs_, s.attach_type, ix(stage_ix, s.attach_stage),

@@ -1,4 +1,4 @@
-"""Loop-structure primitives of a stage: split, fuse, reorder, tile, annotations, bind, pragma.
+"""Loop-structure primitives of a stage: split, fuse, reorder, tile, annotations, bind, pragma, prefetch.
 
 Each primitive checks its arguments against the stage's current leaf loops and
 records an IterVar relation (see :mod:`loom.te.relations`) so that bound
@@ -15,7 +15,7 @@ from ..ir import expr_ops as ops
 from ..ir.dtype import DataType
 from .relations import Fuse, IterVarAttr, Rebase, Singleton, Split
 
-__all__ = ["split", "fuse", "reorder", "tile", "annotate", "bind", "pragma", "check_leaf"]
+__all__ = ["split", "fuse", "reorder", "tile", "annotate", "bind", "pragma", "prefetch", "check_leaf"]
 
 # Fusing keeps the "strongest" kind of its two loops, as TVM's IterVarType order does.
 _TYPE_RANK = {"data_par": 0, "thread_index": 1, "reduce": 2, "ordered": 3, "opaque": 4}
@@ -242,3 +242,22 @@ def pragma(stage: Any, iv: E.IterVar, key: str, value: Any = None) -> None:
     else:
         v = ops.convert_expr(value)
     _attr(stage, iv).pragmas.append((key, v))
+
+
+def prefetch(stage: Any, tensor: Any, iv: E.IterVar, offset: Any) -> None:
+    """Prefetch what ``tensor`` reads ``offset`` iterations of ``iv`` ahead; see :meth:`loom.te.schedule.Stage.prefetch`."""
+    from .tensor import Tensor
+
+    check_leaf(stage, iv, "prefetch")
+    if not isinstance(tensor, Tensor):
+        raise LoomTypeError(f"prefetch on {stage.op.name}: expected the tensor to prefetch, got {type(tensor).__name__}")
+    if not any(t is tensor for t in stage.op.input_tensors):
+        reads = [t.name for t in stage.op.input_tensors]
+        raise LoomValueError(f"prefetch on {stage.op.name}: the stage does not read {tensor.name} (it reads {reads})")
+    if isinstance(offset, bool) or not isinstance(offset, (int, E.PrimExpr)):
+        raise LoomTypeError(f"prefetch on {stage.op.name}: the offset must be an int or an integer expression, "
+                            f"got {offset!r}")
+    off = ops.convert_expr(offset, iv.var.dtype) if isinstance(offset, int) else offset
+    if not off.dtype.is_integer or off.dtype.lanes != 1:
+        raise LoomTypeError(f"prefetch on {stage.op.name}: the offset must be an integer, got dtype {off.dtype}")
+    _attr(stage, iv).prefetch.append((tensor, ops.cast(off, iv.var.dtype)))

@@ -3,7 +3,8 @@
 * An op with a ``numpy_impl`` runs it on numpy values of the exact argument
   dtypes; the result is converted to the call's dtype.
 * ``tir.if_then_else`` evaluates only the taken side when its condition is a
-  scalar; ``tir.likely`` is the identity; ``tir.reinterpret`` views the bits.
+  scalar; ``tir.likely`` is the identity; ``tir.reinterpret`` views the bits;
+  ``tir.prefetch`` reads its element (bounds checked) and does nothing else.
 * ``tir.call_extern``/``tir.call_pure_extern`` call a Python function found in
   the ``externs`` given to the interpreter, else in :func:`register_extern`'s
   registry.  It receives numpy scalars/arrays of the argument dtypes (a
@@ -114,6 +115,13 @@ def _if_then_else(comp: Any, node: E.Call, want: bool) -> Code:
     return lambda_("({1} if {0} else {2})", ops)
 
 
+def _prefetch(comp: Any, node: E.Call, want: bool) -> Code:
+    from ..ir.buffer import prefetch_parts
+
+    # A cache hint does nothing, but the element it names must exist (the load checks its bounds).
+    return lambda_("({0}, ZERO)[1]", [comp.expr(prefetch_parts(node)[0])], ZERO=np.int32(0))
+
+
 def _likely(comp: Any, node: E.Call, want: bool) -> Code:
     if len(node.args) != 1:
         raise IRError(f"{comp.fname}: tir.likely takes 1 argument, got {len(node.args)}")
@@ -181,7 +189,7 @@ def _storage_sync(comp: Any, node: E.Call, want: bool) -> Code:
 
 
 _SPECIAL = {
-    "tir.if_then_else": _if_then_else, "tir.likely": _likely, "tir.reinterpret": _reinterpret,
+    "tir.if_then_else": _if_then_else, "tir.likely": _likely, "tir.prefetch": _prefetch, "tir.reinterpret": _reinterpret,
     "tir.call_extern": _extern, "tir.call_pure_extern": _extern, "tir.tvm_storage_sync": _storage_sync,
     "tir.call_packed": compile_call_packed, "tir.packed_array": compile_packed_array,
     "tir.tvm_warp_shuffle_down": lambda comp, node, want: compile_shuffle(comp, node, True),

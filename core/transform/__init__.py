@@ -10,6 +10,7 @@ from .pass_base import (
     list_config_options, module_pass, prim_func_pass, register_config_option,
 )
 from .instrument import DumpIR, PassTimingInstrument, PrintAfter, VerifyAfter
+from .inject_prefetch import InjectPrefetch, inject_prefetch
 from .storage_flatten import StorageFlatten, storage_flatten
 from .simplify import CanonicalSimplify, Simplify
 from .loop_partition import LoopPartition, loop_partition
@@ -30,7 +31,7 @@ __all__ = [
     "ConfigOption", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument", "PrimFuncPass",
     "Sequential", "list_config_options", "module_pass", "prim_func_pass", "register_config_option",
     "DumpIR", "PassTimingInstrument", "PrintAfter", "VerifyAfter",
-    "StorageFlatten", "storage_flatten", "Simplify", "CanonicalSimplify", "LoopPartition", "loop_partition",
+    "InjectPrefetch", "inject_prefetch", "StorageFlatten", "storage_flatten", "Simplify", "CanonicalSimplify", "LoopPartition", "loop_partition",
     "VectorizeLoop", "SkipVectorize", "vectorize_loop", "skip_vectorize", "UnrollLoop", "unroll_loop",
     "RemoveNoOp", "remove_no_op", "RewriteUnsafeSelect", "rewrite_unsafe_select",
     "InjectVirtualThread", "inject_virtual_thread", "InjectDoubleBuffer", "inject_double_buffer",

@@ -111,6 +111,10 @@ class PrintAfter(PassInstrument):
         return cls(value) if value else None
 
 
+#: Built-in passes whose output still reads tensors (StorageFlatten has not run): not checked for well-formedness.
+PRE_FLATTEN_PASSES = ("InjectPrefetch",)
+
+
 class VerifyAfter(PassInstrument):
     """Checks the module with :func:`loom.verify_well_formed` after every pass.
 
@@ -183,7 +187,7 @@ def env_instruments() -> list[PassInstrument]:
     if printer is not None:
         out.append(printer)
     if VerifyAfter.env_enabled():
-        out.append(VerifyAfter())
+        out.append(VerifyAfter(skip=PRE_FLATTEN_PASSES))
     folder = envvars.DUMP_DIR.get()
     if folder:
         out.append(DumpIR(folder))

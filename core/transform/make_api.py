@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import LoomError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.buffer import prefetch_parts
 from ..ir.expr_ops import const, floormod
 from ..ir.function import IRModule, PrimFunc
 from ..ir.node import Node, traversal_fields
@@ -75,6 +76,10 @@ def written_params(func: PrimFunc) -> tuple[int, ...]:
             stack.extend(node.indices)
         elif isinstance(node, E.BufferLoad):
             stack.extend(node.indices)
+        elif is_op_call(node, "tir.prefetch"):  # a cache hint only reads, whatever form it names its element in
+            where = prefetch_parts(node)[0]
+            stack.extend(where.indices if isinstance(where, E.BufferLoad) else (where,))
+            stack.extend(node.args[1:])
         elif is_op_call(node, "tir.address_of"):
             for load in node.args:  # the address escapes to the callee, which may write through it
                 if isinstance(load, E.BufferLoad) and id(load.buffer.data) in handles:

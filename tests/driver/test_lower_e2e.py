@@ -196,11 +196,11 @@ def test_dump_pass_ir_writes_each_pass_to_a_numbered_file(tmp_path):
     with build_config(dump_pass_ir=True, dump_pass_ir_dir=str(tmp_path)):
         mod = lower(s, args)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["00_StorageFlatten.txt", "01_CanonicalSimplify.txt", "02_LoopPartition.txt",
-                     "03_VectorizeLoop.txt", "04_InjectVirtualThread.txt", "05_InjectDoubleBuffer.txt",
-                     "06_StorageRewrite.txt", "07_UnrollLoop.txt", "08_Simplify.txt", "09_RemoveNoOp.txt",
-                     "10_RewriteUnsafeSelect.txt", "11_MakeAPI.txt"]
-    assert (tmp_path / "11_MakeAPI.txt").read_text().strip() == str(mod).strip()
+    assert names == ["00_InjectPrefetch.txt", "01_StorageFlatten.txt", "02_CanonicalSimplify.txt",
+                     "03_LoopPartition.txt", "04_VectorizeLoop.txt", "05_InjectVirtualThread.txt",
+                     "06_InjectDoubleBuffer.txt", "07_StorageRewrite.txt", "08_UnrollLoop.txt", "09_Simplify.txt",
+                     "10_RemoveNoOp.txt", "11_RewriteUnsafeSelect.txt", "12_MakeAPI.txt"]
+    assert (tmp_path / "12_MakeAPI.txt").read_text().strip() == str(mod).strip()
 
 
 def test_lower_runs_the_pipeline_on_a_prim_func():

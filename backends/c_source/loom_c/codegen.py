@@ -56,6 +56,7 @@ from loom.codegen import CodegenError, CStyleRenderer, Release, sanitize
 from loom.codegen.parallel_work import min_iterations_per_thread
 from loom.ir import expr as E
 from loom.ir import stmt as S
+from loom.ir.buffer import prefetch_address, prefetch_parts
 from loom.ir.function import IRModule, PrimFunc
 from loom.runtime.abi import (DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL, DEVICE_ID_ANNOTATION, DEVICE_TYPE_ANNOTATION,
                               NATIVE_ALIGNMENT, abi_vars, function_symbol, import_symbol)
@@ -83,6 +84,12 @@ _BITS_OF_F64 = ("static inline uint64_t loom_bits_of_f64(double d) { uint64_t w;
                 "return w; }")
 
 
+def _prefetch(r: Any, n: E.Call) -> str:
+    """``prefetch(A[i], rw, locality)``: GCC's ``__builtin_prefetch`` (a hint; it never faults)."""
+    where, rw, locality = prefetch_parts(n)
+    return f"__builtin_prefetch({r.expr(prefetch_address(where))}, {r.expr(rw)}, {r.expr(locality)})"
+
+
 class CRenderer(CStyleRenderer):
     """The C dialect: native-ABI functions, runtime slots, the thread knob, OpenMP thread counts.
 
@@ -105,7 +112,7 @@ class CRenderer(CStyleRenderer):
     #: The most argument pointers are assumed aligned to (what the runtime guarantees).
     param_alignment: ClassVar[int] = NATIVE_ALIGNMENT
     code_for_op: ClassVar[dict[Any, Any]] = {**CStyleRenderer.code_for_op, **VECTOR_CODE_FOR_OP,
-                                             "tir.call_packed": render_call_packed}
+                                             "tir.call_packed": render_call_packed, "tir.prefetch": _prefetch}
 
     def __init__(self, openmp: bool = False, target: Any = None) -> None:
         super().__init__(openmp, rules_for(target))

@@ -101,6 +101,7 @@ def rules_for(target: Any) -> dict[str, Rule]:
         **{op: _function(name) for op, name in C_FUNCTIONS.items()},
         "tir.sigmoid": _c_float(_sigmoid),
         "tir.rsqrt": _c_float(_rsqrt),
+        "tir.prefetch": lambda call: None,  # kept: the code generator emits the cache hint
     }
     if target is not None and target.attrs.get("fast_math"):
         rules.update({op: _expansion(expand) for op, expand in EXPANSIONS.items()})

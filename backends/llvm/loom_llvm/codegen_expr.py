@@ -110,7 +110,7 @@ class ExprEmitter(VectorEmitter):
         #: The alignment of argument buffers' data, by ``id`` of the data Var (others: ``data_alignment``).
         self.param_alignments: dict[int, int] = {}
         #: The target's rules for intrinsics LowerIntrin left (:mod:`.intrinsic_rules`).
-        self.intrinsic_rules: dict[str, Callable[[E.Call], E.PrimExpr]] = {}
+        self.intrinsic_rules: dict[str, Callable[[E.Call], E.PrimExpr | None]] = {}
         #: How this module calls the functions it calls (:class:`.calls.ModuleCalls`).
         self.calls: Any = None
 

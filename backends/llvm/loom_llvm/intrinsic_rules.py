@@ -46,7 +46,7 @@ from loom.ir.intrin import call_llvm_pure_intrin, call_pure_extern
 
 __all__ = ["rules_for", "LLVM_INTRINSICS", "LIBM_FUNCTIONS"]
 
-Rule = Callable[[E.Call], E.PrimExpr]
+Rule = Callable[[E.Call], "E.PrimExpr | None"]  # None: keep the call
 
 #: Ops computed by an LLVM intrinsic taking and returning the operand's type.
 LLVM_INTRINSICS = {
@@ -145,6 +145,7 @@ def rules_for(target: Any) -> dict[str, Rule]:
         "tir.sigmoid": _float_rule(_sigmoid),
         "tir.rsqrt": _float_rule(_rsqrt),
         "tir.power": _float_rule(_power),
+        "tir.prefetch": lambda call: None,  # kept: the code generator emits the cache hint
     }
     if target is not None and target.attrs.get("fast_math"):
         rules.update({op: _fast(op) for op in EXPANSIONS})

@@ -13,7 +13,7 @@ module is then:
   vector operands are called lane by lane;
 * ops that are about bits and control, not math libraries: ``abs``,
   ``popcount``, ``isnan``, ``likely``, ``reinterpret``, ``if_then_else``,
-  ``tvm_storage_sync``;
+  ``tvm_storage_sync``, ``prefetch`` (``llvm.prefetch``);
 * ``tir.call_packed``: a call of the runtime's packed-call slot (:mod:`.packed`);
 * anything else: the target's rule applied here (the module was not lowered by
   LowerIntrin), then emitted as above.
@@ -136,6 +136,18 @@ def _access_ptr(em: ExprEmitter, call: E.Call) -> ir.Value:
     return b.bitcast(b.gep(base, [index], source_etype=elem), em.llvm_type(call.dtype))
 
 
+def _prefetch(em: ExprEmitter, call: E.Call) -> ir.Value:
+    # prefetch(A[i], rw, locality): llvm.prefetch(address, rw, locality, 1 = the data cache); it never faults.
+    from loom.ir.buffer import prefetch_address, prefetch_parts
+
+    where, rw, locality = prefetch_parts(call)
+    ptr = em.expr(prefetch_address(where))
+    i32 = ir.IntType(32)
+    fn = em.extern("llvm.prefetch.p0", ir.VoidType(), [ptr.type, i32, i32, i32])
+    em.builder.call(fn, [ptr, em.expr(rw), em.expr(locality), ir.Constant(i32, 1)])
+    return ir.Constant(em.llvm_type(call.dtype), 0)
+
+
 def _storage_sync(em: ExprEmitter, call: E.Call) -> ir.Value:
     # One CPU thread runs the whole function: there is nothing to wait for.
     return ir.Constant(em.llvm_type(call.dtype), 0)
@@ -171,7 +183,7 @@ INTRINSIC_EMITTERS: dict[str, Emitter] = {
     "tir.call_extern": _call_extern, "tir.call_pure_extern": _call_extern,
     "tir.abs": _abs, "tir.popcount": _popcount, "tir.isnan": _isnan, "tir.likely": _likely,
     "tir.reinterpret": _reinterpret, "tir.if_then_else": _if_then_else, "tir.tvm_storage_sync": _storage_sync,
-    "tir.call_packed": _call_packed, "tir.tvm_access_ptr": _access_ptr,
+    "tir.call_packed": _call_packed, "tir.tvm_access_ptr": _access_ptr, "tir.prefetch": _prefetch,
 }
 
 

@@ -1,8 +1,8 @@
 """Random schedules of small programs agree with numpy on the kind under test.
 
 Each example draws shapes the factors rarely divide, then a random sequence of
-loop primitives (split, fuse, reorder, tile, unroll, vectorize, parallel) and
-placements (compute_at, compute_inline), under random build options.  For a
+loop primitives (split, fuse, reorder, tile, unroll, vectorize, parallel,
+prefetch) and placements (compute_at, compute_inline), under random build options.  For a
 device kind the output's loops are bound to blocks and threads after the random
 primitives (vectorize and parallel are CPU annotations, so they are not drawn),
 and each producer is inlined, computed inside the thread's loop, or bound itself.
@@ -57,6 +57,14 @@ def _loop_primitives(draw: Any, stage: Any, axes: list[Any], cpu: bool) -> list[
     return leaves
 
 
+def _maybe_prefetch(draw: Any, stage: Any, tensors: list[Any]) -> None:
+    """Perhaps prefetch an input some iterations ahead in a serial loop: a hint that changes no result."""
+    serial = [iv for iv in stage.leaf_iter_vars
+              if (a := stage.iter_var_attrs.get(iv)) is None or (a.iter_type != "vectorized" and a.bind_thread is None)]
+    if serial and draw(st.booleans()):
+        stage.prefetch(draw(st.sampled_from(tensors)), draw(st.sampled_from(serial)), draw(st.integers(0, 3)))
+
+
 @st.composite
 def matmul_case(draw: Any, kind: KindUnderTest) -> tuple[tuple[int, int, int], Any, list[Any]]:
     m, n, k = (draw(st.integers(1, 9)) for _ in range(3))
@@ -71,8 +79,10 @@ def matmul_case(draw: Any, kind: KindUnderTest) -> tuple[tuple[int, int, int], A
         _loop_primitives(draw, s[C], list(C.op.axis), cpu=False)
         _, tx = bind_root(s, C, draw(st.sampled_from([4, 8, 16])))
         s[CC].compute_at(s[C], tx)
+        _maybe_prefetch(draw, s[CC], [A, B])
     else:
         _loop_primitives(draw, s[C], list(C.op.axis) + list(C.op.reduce_axis), cpu=True)
+        _maybe_prefetch(draw, s[C], [A, B])
     return (m, n, k), s, [A, B, C]
 
 
