@@ -207,13 +207,18 @@ class CStyleRenderer(StatementRenderer):
             self._names[id(var)] = found
         return found
 
-    def bind(self, base: str, ctype: str, text: str) -> str:
-        """Emit ``const ctype name = text;`` under a fresh name; return the name."""
+    def fresh(self, base: str) -> str:
+        """A C identifier from ``base`` that nothing else in the function uses."""
         name, k = base, 0
         while name in self._used:
             k += 1
             name = f"{base}_{k}"
         self._used.add(name)
+        return name
+
+    def bind(self, base: str, ctype: str, text: str) -> str:
+        """Emit ``const ctype name = text;`` under a fresh name; return the name."""
+        name = self.fresh(base)
         self.emit(f"const {ctype} {name} = {text};")
         return name
 

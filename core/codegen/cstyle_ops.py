@@ -259,6 +259,7 @@ static inline int64_t loom_floormod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 static inline void *loom_alloc(size_t bytes) {
+  if (bytes > SIZE_MAX / 2) return NULL;  /* no allocator has it; the rounding below would wrap */
   return aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0) * 64);
 }
 """

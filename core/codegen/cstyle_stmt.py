@@ -92,6 +92,7 @@ class StatementRenderer:
         def emit(self, line: str) -> None: ...
         def name(self, var: E.Var) -> str: ...
         def bind(self, base: str, ctype: str, text: str) -> str: ...
+        def fresh(self, base: str) -> str: ...
         def tmp(self) -> str: ...
         def block(self, head: str, body: S.Stmt | None, tail: str = "}") -> None: ...
         def type_name(self, t: DataType) -> str: ...
@@ -147,8 +148,25 @@ class StatementRenderer:
         return frees + " " if frees else ""
 
     def byte_size(self, s: S.Allocate, ctype: str) -> str:
-        """The C expression of ``s``'s size in bytes (a ``size_t``)."""
-        return " * ".join([f"(size_t)({self.expr(x)})" for x in s.extents] + [f"sizeof({ctype})"])
+        """Emit the checked computation of ``s``'s size in bytes; the ``size_t`` variable holding it.
+
+        A negative extent fails the function (as the interpreter raises), and a size that
+        overflows ``size_t`` fails as out of memory, rather than wrapping to a small buffer.
+        """
+        count = constant_count(s)
+        if count is not None and all(isinstance(x, E.IntImm) and x.value >= 0 for x in s.extents) \
+                and count * s.dtype.bytes < 1 << 62:
+            return " * ".join([f"(size_t)({self.expr(x)})" for x in s.extents] + [f"sizeof({ctype})"])
+        label = s.buffer_var.name
+        size = self.fresh(f"{self.name(s.buffer_var)}_bytes")
+        self.emit(f"size_t {size} = sizeof({ctype});")
+        for x in s.extents:
+            extent = self.bind("extent", "int64_t", f"(int64_t)({self.expr(x)})")
+            if not x.dtype.is_uint:
+                self.emit(f"if ({extent} < 0) {{ {self.fail(f'allocate {label} with a negative extent')} }}")
+            self.emit(f"if (__builtin_mul_overflow({size}, (size_t){extent}, &{size})) "
+                      f"{{ {self.fail(f'out of memory in allocation of {label}')} }}")
+        return size
 
     # -- statements -------------------------------------------------------------
 

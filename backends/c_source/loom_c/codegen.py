@@ -176,7 +176,8 @@ class CRenderer(CStyleRenderer):
     # -- memory ------------------------------------------------------------------
 
     def allocate_heap(self, s: S.Allocate, ctype: str, name: str) -> Release:
-        self.emit(f"{ctype} *{name} = ({ctype} *)loom_alloc({self.byte_size(s, ctype)});")
+        size = self.byte_size(s, ctype)
+        self.emit(f"{ctype} *{name} = ({ctype} *)loom_alloc({size});")
         message = f"out of memory in allocation of {sanitize(s.buffer_var.name)}"
         self.emit(f"if (!{name}) {{ {self.error_return(message)} }}")
         return Release(f"free({name});", f"free({name});")
@@ -186,7 +187,8 @@ class CRenderer(CStyleRenderer):
         alloc, free = (self.runtime_slot(x) for x in (DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL))
         device = f"{_annotation(s, DEVICE_TYPE_ANNOTATION)}, {_annotation(s, DEVICE_ID_ANNOTATION, 0)}"
         self.emit(f"if (!{alloc} || !{free}) {{ {self.error_return('no device allocator is linked')} }}")
-        self.emit(f"{ctype} *{name} = ({ctype} *){alloc}({device}, (uint64_t)({self.byte_size(s, ctype)}), "
+        size = self.byte_size(s, ctype)
+        self.emit(f"{ctype} *{name} = ({ctype} *){alloc}({device}, (uint64_t){size}, "
                   f"{DEVICE_ALLOCATION_ALIGNMENT}, error);")
         self.emit(f"if (!{name}) {{ {self.error_return()} }}")
         # On an error return the first message stays: the free reports into a scratch pointer.

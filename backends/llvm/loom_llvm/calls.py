@@ -24,7 +24,7 @@ in the JIT, ``dlsym`` in an exported library) and writes them before any call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from llvmlite import ir
 
@@ -111,11 +111,11 @@ class ModuleCalls:
             callee: ir.Value = self.function(self.symbols[name])
         else:
             callee = b.load(self.slot(import_symbol(name), ABI_FUNCTION_TYPE), name=f"{name}.fn", align=8)
-            _fail_if(em, b.icmp_unsigned("==", callee, ir.Constant(callee.type, None)),
+            em.fail_if(b.icmp_unsigned("==", callee, ir.Constant(callee.type, None)),
                      f"function {name} is not linked: the module that defines it was not imported")
         error = em.callee_error_slot()
         status = b.call(callee, [first, error], name=f"{name}.status")
-        _fail_if(em, b.icmp_signed("!=", status, ir.Constant(I32, 0)), None, error)
+        em.fail_if(b.icmp_signed("!=", status, ir.Constant(I32, 0)), None, error)
         return ir.Constant(em.llvm_type(call.dtype), 0)
 
     @staticmethod
@@ -144,14 +144,12 @@ class ModuleCalls:
         free = b.load(self.slot(DEVICE_FREE_SYMBOL, _FREE_TYPE), name="device.free", align=8)
         null = b.or_(b.icmp_unsigned("==", alloc, ir.Constant(alloc.type, None)),
                      b.icmp_unsigned("==", free, ir.Constant(free.type, None)))
-        _fail_if(em, null, "no device allocator is linked")
-        size = ir.Constant(I64, max(1, s.dtype.bits // 8) * s.dtype.lanes)
-        for x in s.extents:
-            size = b.mul(size, em.convert(em.expr(x), x.dtype, DataType("int", 64)))
+        em.fail_if(null, "no device allocator is linked")
+        size = em.allocation_bytes(s)
         error = em.callee_error_slot()
         ptr = b.call(alloc, [device_type, device_id, size, ir.Constant(I64, DEVICE_ALLOCATION_ALIGNMENT), error],
                      name=s.buffer_var.name)
-        _fail_if(em, b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), None, error)
+        em.fail_if(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), None, error)
 
         def release() -> None:  # on an error return: the first message stays
             em.builder.call(free, [device_type, device_id, ptr, em.local_error_slot()])
@@ -160,18 +158,4 @@ class ModuleCalls:
         em.bind_allocation(s, ptr)
         em.cleanups.pop()
         status = em.builder.call(free, [device_type, device_id, ptr, error])
-        _fail_if(em, em.builder.icmp_signed("!=", status, ir.Constant(I32, 0)), None, error)
-
-
-def _fail_if(em: StmtEmitter, cond: ir.Value, message: str | None, error: Any = None) -> None:
-    """Return -1 from ``em``'s function when ``cond``: with ``message``, or with the one in ``error``."""
-    b = em.builder
-    failed, ok = b.append_basic_block("call.failed"), b.append_basic_block("call.ok")
-    b.cbranch(cond, failed, ok)
-    b.position_at_end(failed)
-    if message is not None:
-        em.set_error(em.string(message))
-    elif error is not em.error_ptr:  # the callee wrote into a slot of ours: pass the message on
-        em.set_error(b.load(error, align=8))
-    em.return_code(-1)
-    b.position_at_end(ok)
+        em.fail_if(em.builder.icmp_signed("!=", status, ir.Constant(I32, 0)), None, error)

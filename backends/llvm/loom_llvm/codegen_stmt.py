@@ -188,7 +188,7 @@ class StmtEmitter(ExprEmitter):
         count = 1
         for x in s.extents:
             count *= x.value if isinstance(x, E.IntImm) else 1
-        if const and count * elem_bytes <= STACK_LIMIT_BYTES:
+        if const and 0 <= count * elem_bytes <= STACK_LIMIT_BYTES:
             # In the entry block: one stack slot however often the statement runs.
             with b.goto_block(self.entry_block):
                 b.position_at_start(self.entry_block)
@@ -196,18 +196,48 @@ class StmtEmitter(ExprEmitter):
                 ptr.align = _HEAP_ALIGNMENT
             self.bind_allocation(s, ptr)
             return
-        size = ir.Constant(I64, elem_bytes)
-        for x in s.extents:
-            size = b.mul(size, self.convert(self.expr(x), x.dtype, DataType("int", 64)))
-        # aligned_alloc wants a multiple of the alignment (and never 0).
+        size = self.allocation_bytes(s)
+        # aligned_alloc wants a multiple of the alignment (and never 0); a size this
+        # rounding wraps is one no allocator gives, so it fails as out of memory below.
         size = b.and_(b.add(size, ir.Constant(I64, _HEAP_ALIGNMENT)), ir.Constant(I64, -_HEAP_ALIGNMENT))
         alloc = self.extern("aligned_alloc", PTR, [I64, I64])
         ptr = b.call(alloc, [ir.Constant(I64, _HEAP_ALIGNMENT), size], name=s.buffer_var.name)
+        self.fail_if(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)),
+                     f"out of memory in allocation of {s.buffer_var.name}")
         free = self.extern("free", ir.VoidType(), [PTR])
         self.cleanups.append(lambda: self.builder.call(free, [ptr]))
         self.bind_allocation(s, ptr)
         self.cleanups.pop()
         self.builder.call(free, [ptr])
+
+    def allocation_bytes(self, s: S.Allocate) -> ir.Value:
+        """The ``i64`` byte size of allocation ``s``, failing the function (as the interpreter
+        raises) on a negative extent, or out of memory where the size overflows 64 bits."""
+        b = self.builder
+        size: ir.Value = ir.Constant(I64, max(1, s.dtype.bits // 8) * s.dtype.lanes)
+        overflow: ir.Value = ir.Constant(ir.IntType(1), 0)
+        name = s.buffer_var.name
+        for x in s.extents:
+            n = self.convert(self.expr(x), x.dtype, DataType("int", 64))
+            if not x.dtype.is_uint:
+                self.fail_if(b.icmp_signed("<", n, ir.Constant(I64, 0)), f"allocate {name} with a negative extent")
+            product = b.smul_with_overflow(size, n)
+            size, overflow = b.extract_value(product, 0), b.or_(overflow, b.extract_value(product, 1))
+        self.fail_if(overflow, f"out of memory in allocation of {name}")
+        return size
+
+    def fail_if(self, cond: ir.Value, message: str | None, error: ir.Value | None = None) -> None:
+        """Return -1 when ``cond``: with ``message``, or with the one a callee wrote into ``error``."""
+        b = self.builder
+        failed, ok = b.append_basic_block("check.failed"), b.append_basic_block("check.ok")
+        b.cbranch(cond, failed, ok)
+        b.position_at_end(failed)
+        if message is not None:
+            self.set_error(self.string(message))
+        elif error is not None and error is not self.error_ptr:  # the callee wrote into a slot of ours
+            self.set_error(b.load(error, align=8))
+        self.return_code(-1)
+        b.position_at_end(ok)
 
     def bind_allocation(self, s: S.Allocate, ptr: ir.Value) -> None:
         """Emit the body of allocation ``s`` with its buffer at ``ptr``."""

@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from loom.runtime.packed import PACKED_CALL_SYMBOL, packed_layout
 
-from .calls import I32, _fail_if
+from .calls import I32
 from .codegen_expr import I64, PTR
 
 if TYPE_CHECKING:
@@ -53,10 +53,10 @@ def emit_call_packed(em: StmtEmitter, call: E.Call) -> ir.Value:
         slot = b.gep(first, [ir.Constant(I64, k)], inbounds=True)
         b.store(em.calls._word(em, w, name), slot, align=8)
     fn = b.load(em.calls.slot(PACKED_CALL_SYMBOL, PACKED_CALL_TYPE), name="packed.fn", align=8)
-    _fail_if(em, b.icmp_unsigned("==", fn, ir.Constant(fn.type, None)),
+    em.fail_if(b.icmp_unsigned("==", fn, ir.Constant(fn.type, None)),
              f"call_packed({name!r}): the runtime's packed-call entry is not linked")
     error = em.callee_error_slot()
     args = [em.string(name), first, _codes(em, [int(c) for c, _ in layout]), ir.Constant(I32, len(layout)), error]
     status = b.call(fn, args, name="packed.status")
-    _fail_if(em, b.icmp_signed("!=", status, ir.Constant(I32, 0)), None, error)
+    em.fail_if(b.icmp_signed("!=", status, ir.Constant(I32, 0)), None, error)
     return ir.Constant(em.llvm_type(call.dtype), 0)

@@ -37,6 +37,10 @@ with numpy or with the reference interpreter (:func:`loom.testing.evaluate`):
   :class:`loom.testing.DivisionByZero` and ``INT_MIN // -1`` wraps, for every
   integer dtype and in scalar, vector, parallel and bound loops (in a child
   process: a trap is a failure); a guarded division does not fail;
+* ``test_allocation_safety``: a stage whose extent a scalar argument decides
+  raises a LoomError naming the buffer, as the interpreter does, for a negative
+  extent (also one that wraps, or two whose product is positive) and a size that
+  overflows 64 bits, rather than allocating a few bytes (in a child process);
 * ``test_function_names``: functions named like C library functions, OpenMP
   entry points, keywords or with non-ASCII names build, run, export and load;
 * ``test_jit``: ``@loom.jit`` kernels (an elementwise one, a reduction sized by
