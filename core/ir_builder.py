@@ -39,7 +39,7 @@ from .arith import Analyzer
 from .errors import LoomTypeError, LoomValueError
 from .ir import expr as E
 from .ir import stmt as S
-from .ir.buffer import Buffer, decl_buffer
+from .ir.buffer import UNKNOWN_EXTENT, Buffer, decl_buffer
 from .ir.dtype import DataType
 from .ir.expr_ops import cast, const, convert_expr
 from .ir.intrin import likely as _likely
@@ -55,7 +55,6 @@ _FOR_TYPES = {"serial": "serial", "parallel": "parallel", "vectorize": "vectoriz
               "unroll": "unrolled", "unrolled": "unrolled"}
 
 #: The extent a :meth:`IRBuilder.pointer` view declares: its memory's size is not known.
-_UNKNOWN_EXTENT = (1 << 31) - 1
 
 
 class WithScope:
@@ -391,7 +390,7 @@ class IRBuilder:
         """
         t = _as_dtype(content_type, f"pointer {name!r}")
         data = E.Var(name, "handle")
-        return BufferVar(self, data, t, _flat_view(data, t, const(_UNKNOWN_EXTENT // max(t.lanes, 1)), name))
+        return BufferVar(self, data, t, _flat_view(data, t, const(UNKNOWN_EXTENT // max(t.lanes, 1)), name))
 
     def buffer_ptr(self, buf: Buffer) -> BufferVar:
         """The flat view of ``buf``: ``p[i]`` is element ``i`` from ``buf``'s data pointer.

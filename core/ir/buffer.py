@@ -28,10 +28,13 @@ from .node import Node, TupleOf, child, children, register_object, value
 from .op import Op, register_lowering, register_op
 
 __all__ = ["Buffer", "decl_buffer", "address_of", "prefetch", "prefetch_parts", "prefetch_address", "element_ptr",
-           "DEFAULT_DATA_ALIGNMENT"]
+           "DEFAULT_DATA_ALIGNMENT", "UNKNOWN_EXTENT"]
 
 #: What ``data_alignment=-1`` means: the alignment of Loom's own allocations.
 DEFAULT_DATA_ALIGNMENT = 64
+#: The extent of a view of memory whose size is unknown (``ir_builder.pointer``): the largest
+#: int32, so every index is in bounds of the view; passes must not read it as a real size.
+UNKNOWN_EXTENT = (1 << 31) - 1
 #: The kinds of buffer: ``""`` (TVM's "default") and ``"auto_broadcast"``.
 BUFFER_TYPES = frozenset({"", "auto_broadcast"})
 

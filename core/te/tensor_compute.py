@@ -5,7 +5,10 @@ Calling a :class:`~loom.te.tensor_intrin.TensorIntrin` on regions of tensors,
 fcompute makes a :class:`TensorComputeOp`.  fcompute takes the *outer* indices
 only; at each outer point the intrinsic computes a whole block, its own output
 shape, so the output's shape is the outer extents followed by the intrinsic's
-output shape (give the whole shape to ``compute``, or the outer part only).
+output shape (give the whole shape to ``compute``, or the outer part only).  As
+in TVM, an intrinsic whose output has leading dimensions of extent 1, ``(1, n)``,
+may also fill a shape that leaves them out, ``(m, n)`` with one outer index: each
+of those dimensions then covers one element of an outer axis.
 
 ``reduce_axis=`` names reduction axes that the regions use (``A[i, k, 0:16]``):
 the intrinsic's ``reduce_reset`` (or its body, on their first iteration) runs
@@ -255,7 +258,9 @@ class TensorComputeOp(Operation):
     """A tensor intrinsic computing one block of the output per point of ``axis``.
 
     ``axis`` are the outer (schedulable) axes and ``reduce_axis`` the reduction axes
-    of the call; the output shape is ``axis``' extents then ``intrin_shape``.  Input
+    of the call; the output shape is ``axis``' extents then ``intrin_shape``, which has
+    the intrinsic's output rank, or fewer dimensions by :attr:`merged_dims` when the
+    intrinsic's leading dimensions (extent 1) lie at the last outer axes.  Input
     ``k`` is ``inputs[k]`` over the region ``input_regions[k]`` (kept flat in
     ``regions``); ``scalar_inputs`` are the values of the intrinsic's scalar parameters.
     """
@@ -279,9 +284,9 @@ class TensorComputeOp(Operation):
         if len(self.regions) != sum(t.ndim for t in self.inputs):
             raise IRError(f"{what}: {len(self.regions)} ranges for inputs of {sum(t.ndim for t in self.inputs)} "
                           "dimensions in all")
-        if len(self.intrin_shape) != self.intrin.op.output(0).ndim:
+        if not 0 <= self.merged_dims <= len(self.axis):
             raise IRError(f"{what}: intrin_shape has {len(self.intrin_shape)} dimensions, the intrinsic's outputs "
-                          f"{self.intrin.op.output(0).ndim}")
+                          f"{self.intrin.op.output(0).ndim}, with {len(self.axis)} outer axes")
         for iv in self.axis + self.reduce_axis:
             if iv.dom is None:
                 raise IRError(f"{what}: axis {iv.var.name} has no domain")
@@ -289,6 +294,11 @@ class TensorComputeOp(Operation):
     @property
     def num_outputs(self) -> int:
         return self.intrin.op.num_outputs
+
+    @property
+    def merged_dims(self) -> int:
+        """How many leading dimensions of the intrinsic's output lie at outer axes (one element each)."""
+        return self.intrin.op.output(0).ndim - len(self.intrin_shape)
 
     def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
         return tuple(iv.dom.extent for iv in self.axis if iv.dom is not None) + self.intrin_shape
@@ -314,8 +324,9 @@ class TensorComputeOp(Operation):
         regions = list(zip(self.inputs, self.input_regions))
         checks = _input_checks(self.intrin, regions, what, an)
         shape = self.intrin.op.output(0).shape
-        checks += [(f"output dimension {d}", n, m, "the shape given to compute")
-                   for d, (n, m) in enumerate(zip(shape, self.intrin_shape))]
+        one = [ops.const(1, n.dtype) for n in shape[:self.merged_dims]]
+        checks += [(f"output dimension {d}", n, m, "the shape given to compute" if d >= len(one) else
+                    "an outer axis (one element)") for d, (n, m) in enumerate(zip(shape, [*one, *self.intrin_shape]))]
         return bind_extents(checks, what, an, "the call's regions")
 
 
@@ -359,10 +370,14 @@ def tensor_compute(extents: tuple[E.PrimExpr, ...], axis: tuple[E.IterVar, ...],
     intrin = call.intrin
     inner = extents[len(axis):]
     shape = intrin.op.output(0).shape
-    if inner and len(inner) != len(shape):
+    # TVM's fuzzy rank: an intrinsic output of more dimensions than the shape leaves it
+    # covers one element of as many outer axes with its leading (extent-1) dimensions.
+    if inner and not 0 <= len(shape) - len(inner) <= len(axis):
         raise LoomValueError(f"{what}: the shape has {len(extents)} dimensions: fcompute takes {len(axis)} "
                              f"index(es) and the intrinsic {intrin.name} computes {len(shape)}-d outputs "
-                             f"{list(shape)}, so give {len(axis) + len(shape)} (or the {len(axis)} outer ones)")
+                             f"{list(shape)}, so give {len(axis) + len(shape)} (or the {len(axis)} outer ones, or "
+                             f"{max(len(axis), len(shape))} with the intrinsic's leading dimensions of extent 1 at "
+                             "outer axes)")
     an = Analyzer()
     for iv in axis + call.reduce_axis:
         assert iv.dom is not None  # compute's axes and reduce_axis have domains
@@ -391,7 +406,7 @@ def tensor_compute_reads(op: TensorComputeOp, dom_map: dict[E.Var, IntervalSet],
             continue
         for k, (r, n) in enumerate(zip(ranges, t.shape)):
             lo = eval_set(r.min, dom_map, an).min
-            hi = eval_set(r.min + r.extent - 1, dom_map, an).max
+            hi = eval_set(an.simplify(r.min + r.extent - 1), dom_map, an).max  # A[i:10]: i cancels
             zero = ops.const(0, n.dtype)
             if lo is None or an.can_prove(lo <= zero):
                 lo = zero

@@ -37,8 +37,10 @@ from ..errors import LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir import stmt as S
+from ..ir.buffer import UNKNOWN_EXTENT
 from ..ir.dtype import MAX_LANES
 from ..ir.functor import Mutator, collect
+from ..ir.structural import structural_equal
 from ..ir.op import Op
 from ._util import body_pass, const_int, is_op_call, uses_vars
 from .pass_base import Pass, PassContext
@@ -227,11 +229,14 @@ class _Vectorizer(Mutator):
         Vectorized, both branches are read on every lane: a padding read such as
         ``if_then_else(i >= 1, A[i - 1], 0)`` would read ``A[-1]`` (TVM keeps such a
         loop serial).  A load is kept when its indices are in bounds over the loop
-        domain whatever the guard says.
+        domain whatever the guard says (of a buffer whose size is known: not an
+        ``ir_builder.pointer``), or when both branches make it.
         """
-        loads = [ld for b in branches for ld in collect(b, lambda n: isinstance(n, E.BufferLoad))]
-        for load in loads:
-            if not self._in_bounds(load):
+        per_branch = [collect(b, lambda n: isinstance(n, E.BufferLoad)) for b in branches]
+        for load in (ld for found in per_branch for ld in found):
+            # A load that both branches make is read on every lane already.
+            either = all(any(structural_equal(load, x) for x in found) for found in per_branch)
+            if not either and not self._in_bounds(load):
                 raise _Scalarize(f"if_then_else guards a load of {load.buffer.name} that may be out of bounds "
                                  "on the lanes it does not select")
 
@@ -241,7 +246,7 @@ class _Vectorizer(Mutator):
             return False
         an = Analyzer()
         for idx, n in zip(load.indices, shape):
-            if idx.dtype.lanes != 1:
+            if idx.dtype.lanes != 1 or isinstance(n, E.IntImm) and n.value >= UNKNOWN_EXTENT:
                 return False
             span = an.int_set(idx, self.dom)
             if span.min is None or span.max is None:

@@ -256,6 +256,54 @@ def test_symbolic_sizes_scalar_params_and_the_outer_shape_only(kind):
     np.testing.assert_allclose(c, a * 2.5 + b, rtol=1e-6)
 
 
+def intrin_row_sum(rows):
+    """``c[0, j] = a[0, j] + ... + a[rows-1, j]``: an intrinsic whose output ``(1, n)`` leads with one element."""
+    m1, n1 = loom.var("m1"), loom.var("n1")
+    a = loom.placeholder((m1, n1), name="a")
+    c = loom.compute((1, n1), lambda i, j: sum(a[r, j] for r in range(rows)), name="c")
+
+    def intrin_func(ins, outs):
+        ib = loom.ir_builder.create()
+        with ib.for_range(0, n1, name="v") as v:
+            ib.emit(BufferStore(outs[0], sum(ins[0][r, v] for r in range(rows)), [0, v]))
+        return ib.get()
+
+    with loom.build_config(offset_factor=1):
+        return loom.decl_tensor_intrin(c.op, intrin_func, name="row_sum")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_intrinsic_output_leading_ones_lie_at_outer_axes(kind):
+    # TVM's fuzzy rank (test_bound_tensor_compute_op): the intrinsic's 2-d output (1, n1) fills a 2-d shape
+    # (10, 20) with one outer index; its first dimension is one element at axis i.
+    row_sum = intrin_row_sum(3)
+    A = loom.placeholder((12, 20), name="A")
+    B = loom.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="B")
+    C = loom.compute((10, 20), lambda i: row_sum(B[i:i + 3, 0:20]), name="C")
+    assert [str(d) for d in C.shape] == ["10", "20"] and C.op.merged_dims == 1
+    s = loom.create_schedule(C.op)
+    assert loom.schedule.InferBound(s)[B.op.axis[0]].extent.value == 12
+    f = loom.build(s, [A, C], target=kind)
+    a = np.random.rand(12, 20).astype("float32")
+    c = np.zeros((10, 20), "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, 2 * (a[:-2] + a[1:-1] + a[2:]), rtol=1e-6)
+    # TVM's own case: the region B[i:10] shrinks with i, and its rows' union is [0, 10), not 19 rows.
+    C2 = loom.compute((10, 20), lambda i: intrin_row_sum(1)(B[i:10, 0:20]), name="C2")
+    assert loom.schedule.InferBound(loom.create_schedule(C2.op))[B.op.axis[0]].extent.value == 10
+
+
+def test_intrinsic_output_leading_dimension_at_an_outer_axis_must_be_one():
+    x = loom.placeholder((2, 16), name="x")
+    z = loom.compute((2, 16), lambda i, j: x[i, j] + 1.0, name="z")
+    twice = loom.decl_tensor_intrin(z.op, lambda ins, outs: loom.call_extern(
+        "int32", "f", outs[0].access_ptr("w"), ins[0].access_ptr("r")), name="plus1")
+    A = loom.placeholder((8, 16), name="A")
+    with pytest.raises(LoomValueError, match=r"output dimension 0 has extent 2 in the intrinsic but 1 in an outer "
+                                             r"axis \(one element\)"):
+        loom.compute((4, 16), lambda i: twice(A[i:i + 2, 0:16]), name="C")
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_scalars_interleave_with_regions_and_an_element_is_a_region_of_one(kind):
     # TVM's test_tensor_intrin_scalar_params: intrin(i*i, A[i, j], i+j), scalars and regions interleaved.

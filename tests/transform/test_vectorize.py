@@ -213,3 +213,25 @@ def test_if_then_else_over_loads_in_bounds_on_every_lane_is_vectorized():
         c = np.zeros(64, "float32")
         loom.build(s, [A, C], kind)(a, c)
         np.testing.assert_array_equal(c, np.where(np.arange(64) < 32, a, 0), err_msg=kind)
+
+
+def _pointer_loop(value):
+    """``A[i] = value(A, i)`` over a vectorized loop of 4, ``A`` an ``ir_builder.pointer`` (size unknown)."""
+    ib = loom.ir_builder.create()
+    A = ib.pointer("float32", name="A")
+    with ib.for_range(0, 4, for_type="vectorize", name="i") as i:
+        A[i] = value(A, i)
+    return vectorize_loop(ib.get())
+
+
+def test_guarded_load_of_a_pointer_of_unknown_size_keeps_the_loop_serial():
+    """The view of a pointer declares the largest int32 extent, which says nothing of the memory behind it:
+    ``if_then_else(i < 3, A[i + 100], 0)`` may be all that keeps ``A[103]`` from being read."""
+    stmt = _pointer_loop(lambda A, i: loom.if_then_else(i < 3, A[i + 100], 0.0))
+    assert isinstance(stmt, For) and "ramp" not in str(stmt)
+
+
+def test_a_load_both_branches_make_is_read_on_every_lane_anyway():
+    """TVM's ``if_then_else(i > 0, A[i] + 1, A[i])`` reads ``A[i]`` whichever side a lane takes: vectorized."""
+    stmt = _pointer_loop(lambda A, i: loom.if_then_else(i > 0, A[i] + 1.0, A[i]))
+    assert not isinstance(stmt, For) and "ramp" in str(stmt)
