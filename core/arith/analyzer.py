@@ -361,6 +361,10 @@ class Analyzer:
             self._narrow(a, blo if lower is not None else None, bhi + upper)
         if isinstance(b, E.Var):
             self._narrow(b, alo - upper, ahi if lower is not None else None)
+        if isinstance(b, E.IntImm):  # a in [b, b + upper] (== ) or [min, b + upper]
+            self._learn_offset(a, b.value if lower is not None else None, b.value + upper)
+        elif isinstance(a, E.IntImm):
+            self._learn_offset(b, a.value - upper, a.value if lower is not None else None)
         if not fits(alo - bhi, ahi - blo, a.dtype):
             return
         # a - b lies in [lower, upper]; the canonical sum is exactly a - b when it fits.
@@ -383,6 +387,22 @@ class Analyzer:
                 lo = -((upper - rlo) // -k)
                 hi = (rhi - lower) // -k if lower is not None else None
             self._narrow(atom, lo, hi)
+
+    def _learn_offset(self, e: E.PrimExpr, lo: Optional[int], hi: Optional[int]) -> None:
+        """Bound ``x`` from ``x + c`` (or ``x - c``) lying in ``[lo, hi]`` (None: the dtype's limit) after
+        wrapping: ``n + 1 >= 0`` puts n in ``[-1, INT_MAX - 1]``, since ``INT_MAX + 1`` wraps negative."""
+        if isinstance(e, (E.Add, E.Sub)) and isinstance(e.a, E.Var) and isinstance(e.b, E.IntImm):
+            x, c = e.a, (e.b.value if isinstance(e, E.Add) else -e.b.value)
+        else:
+            return
+        tmin, tmax = int_range(x.dtype)
+        lo, hi, span = tmin if lo is None else lo, tmax if hi is None else hi, tmax - tmin + 1
+        xlo, xhi = self._interval(x)
+        # x + c wraps at most once either way: x + c - k * 2**bits lies in [lo, hi] for one k in -1, 0, 1.
+        parts = [(max(xlo, lo - c + k * span), min(xhi, hi - c + k * span)) for k in (-1, 0, 1)]
+        parts = [(p, q) for p, q in parts if p <= q]
+        if parts:
+            self._narrow(x, min(p for p, _ in parts), max(q for _, q in parts))
 
     def _narrow(self, var: E.Var, lo: Optional[int], hi: Optional[int]) -> None:
         """Intersect ``var``'s bound with ``[lo, hi]`` (None: no limit on that side)."""

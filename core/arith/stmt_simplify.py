@@ -1,7 +1,8 @@
 """Simplify every expression of a statement, using what the statement implies.
 
 Inside ``for i in range(lo, lo + n)`` the analyzer knows ``lo <= i < lo + n``;
-inside ``if c`` it knows ``c`` (and ``not c`` in the ``else``); a ``let``
+inside ``if c`` it knows ``c`` (and ``not c`` in the ``else``); inside an
+allocation of the function's memory, that each extent is not negative; a ``let``
 variable has the bounds of its value; a thread axis (``thread_extent``
 attribute) ranges over ``[0, extent)``.  An ``if`` whose condition becomes a
 constant is replaced by the branch that runs.  A ``let`` bound to a constant or
@@ -25,6 +26,7 @@ from typing import Any, Optional
 
 from ..errors import LoomTypeError
 from ..ir import expr as E
+from ..ir import expr_ops as ops
 from ..ir import stmt as S
 from ..ir.function import IRModule, PrimFunc
 from ..ir.functor import Mutator, collect, substitute
@@ -95,6 +97,21 @@ class StmtSimplifier(Mutator):
         with self.an._assume(cond):
             body = self.visit(s.body)
         return s.with_(condition=cond, body=body)
+
+    def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
+        extents = tuple(self.an.simplify(x) for x in s.extents)
+        cond = self.an.simplify(s.condition)
+        # Memory of the function's own (not a kernel's shared or local): every backend fails
+        # on a negative extent before the body runs, as the interpreter raises, so the body
+        # may take each extent to be non-negative (``n + 1 >= 0``: n + 1 does not wrap).
+        facts = [ops.ge(x, ops.const(0, x.dtype)) for x in extents
+                 if not isinstance(x, E.IntImm) and x.dtype.is_int and x.dtype.lanes == 1]
+        if facts and s.scope in ("global", "") and isinstance(cond, E.IntImm) and cond.value:
+            with self.an._assume(self.an.simplify(ops.all(*facts))):
+                body = self.visit(s.body)
+        else:
+            body = self.visit(s.body)
+        return s.with_(extents=extents, condition=cond, body=body)
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         stmts = [self.visit(x) for x in s.seq]

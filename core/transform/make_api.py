@@ -123,15 +123,19 @@ def declared_writes(func: PrimFunc) -> tuple[int, ...]:
     return out
 
 
-def _signature_vars(func: PrimFunc) -> set[int]:
-    out = {id(p) for p in func.params}
+def _signature_vars(func: PrimFunc) -> tuple[set[int], list[E.Var]]:
+    """The variables the call binds (parameters, and whole shape/stride/offset entries of parameter
+    buffers, read from the arrays), and those the other entries use: ``d`` of a shape ``d * 32`` is
+    checked against the array, never read from it, so something else must bind it."""
+    bound = {id(p) for p in func.params}
+    used: list[E.Var] = []
     for buf in func.buffer_map.values():
         for e in (buf.data, *buf.shape, *buf.strides, buf.elem_offset):
             if isinstance(e, E.Var):
-                out.add(id(e))
+                bound.add(id(e))
             else:
-                out.update(id(v) for v in free_vars(e))
-    return out
+                used.extend(free_vars(e))
+    return bound, used
 
 
 def _offset_checks(func: PrimFunc, body: S.Stmt) -> S.Stmt:
@@ -152,12 +156,13 @@ def make_api(func: PrimFunc, name: str = "main", restricted: bool = True) -> Pri
     Raises :class:`~loom.errors.LoomError` naming a variable the body uses but
     the signature does not provide.
     """
-    allowed = _signature_vars(func)
-    missing = [v for v in free_vars(func.body) if id(v) not in allowed]
+    allowed, in_shapes = _signature_vars(func)
+    missing = list({id(v): v for v in [*free_vars(func.body), *in_shapes] if id(v) not in allowed}.values())
     if missing:
         names = ", ".join(f"{v.name} ({v.dtype})" for v in missing)
-        raise LoomError(f"function {name}: the body uses {names}, which is neither a parameter nor a "
-                        "shape/stride/offset variable of a parameter buffer; add it to the arguments")
+        raise LoomError(f"function {name}: the body or a parameter's shape uses {names}, which is neither a "
+                        "parameter nor a whole shape/stride/offset entry of a parameter buffer (a shape "
+                        "d * 32 does not give d); add it to the arguments")
     attrs = {**func.attrs, "loom.api": True, "tir.noalias": bool(restricted), WRITTEN_PARAMS_ATTR: written_params(func)}
     attrs.setdefault("global_symbol", name)
     return func.with_(body=_offset_checks(func, func.body), attrs=attrs)

@@ -398,3 +398,28 @@ def test_bounds_and_residues_under_modular_facts_hold(case, data):
                 assert b.min_value <= val <= b.max_value, f"{sub} = {val} outside {b} under {facts}"
                 assert (val == m.base) if m.coeff == 0 else (val % m.coeff == m.base), f"{sub} = {val} not in {m}"
         assert_same_value(e, an.simplify(e), holds, "simplify under modular facts")
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(dtype=st.sampled_from(["int8", "uint8", "int16"]), data=st.data())
+def test_an_offset_fact_keeps_every_value_that_satisfies_it(dtype, data):
+    """``x + c`` compared with a constant, read with wrap-around, bounds ``x`` without losing a solution."""
+    x = E.Var("x", dtype)
+    t = x.dtype
+    lo, hi = (0, 255) if dtype == "uint8" else (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1)
+    c = data.draw(st.integers(lo + 1, hi), "c")  # -c must be a constant of the dtype too
+    k = data.draw(st.integers(lo, hi), "k")
+    op = data.draw(st.sampled_from(["<", "<=", ">", ">=", "=="]), "op")
+    side = (x + loom.const(c, dtype)) if c >= 0 or dtype == "uint8" else (x - loom.const(-c, dtype))
+    cond = {"<": side < k, "<=": side <= k, ">": side > k, ">=": side >= k, "==": side == k}[op]
+    if isinstance(cond, E.IntImm):
+        return
+    an = Analyzer()
+    with an.constraint_scope(cond):
+        bound = an.const_int_bound(x)
+    edges = {wrap(k - c + d, t) for d in (-1, 0, 1)} | {lo, hi}  # where the condition flips
+    for v in sorted(set(range(lo, hi + 1, 1 if t.bits == 8 else 97)) | edges):
+        w = wrap(v + c, t)
+        holds = {"<": w < k, "<=": w <= k, ">": w > k, ">=": w >= k, "==": w == k}[op]
+        if holds:
+            assert bound.min_value <= v <= bound.max_value, (str(cond), v, bound)

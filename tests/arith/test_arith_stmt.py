@@ -5,7 +5,7 @@ import pytest
 import loom
 from loom.arith import Analyzer, simplify
 from loom.ir import (
-    AssertStmt, AttrStmt, BufferStore, For, IfThenElse, IRModule, IterVar, LetStmt, PrimFunc, Range, seq,
+    Allocate, AssertStmt, AttrStmt, BufferStore, For, IfThenElse, IRModule, IterVar, LetStmt, PrimFunc, Range, seq,
 )
 
 fd, fm = loom.floordiv, loom.floormod
@@ -81,6 +81,39 @@ def test_thread_extent_binds_the_thread_index():
 def test_assert_condition_is_a_fact_after_it():
     s = AssertStmt(n < 10, "n too big", IfThenElse(n < 10, store(1, 0)))
     assert str(simplify(s)) == text("assert n < 10, 'n too big'", "A[0] = 1")
+
+
+def _scan_like(scope="global", condition=True):
+    """``T = allocate([n + 1]); for i in range(n): if likely(i + 1 < n + 1): T[i + 1] = ...`` (a scan's guard)."""
+    T = loom.decl_buffer((n + 1,), "int32", name="T")
+    guard = IfThenElse(loom.likely(i + 1 < n + 1), BufferStore(T, T[i] + 1, [i + 1]))
+    return Allocate(T.data, "int32", [n + 1], loom.const(condition, "bool"), For(i, 0, n, "serial", guard),
+                    scope=scope)
+
+
+def test_an_allocation_extent_is_not_negative_in_its_body():
+    """Every backend fails on a negative extent before the body runs (the interpreter raises), so n + 1 >= 0
+    there: n + 1 does not wrap, and i + 1 < n + 1 is i < n, which the loop says."""
+    out = simplify(_scan_like())
+    assert "if" not in str(out) and "T[i + 1] = T[i] + 1" in str(out)
+
+
+@pytest.mark.parametrize("scope, condition", [("shared", True), ("global", False)])
+def test_no_extent_fact_for_kernel_memory_or_an_allocation_that_may_not_happen(scope, condition):
+    assert "if likely(i + 1 < n + 1)" in str(simplify(_scan_like(scope, condition)))
+
+
+def test_an_offset_compared_with_a_constant_bounds_the_variable_modulo_wraparound():
+    an = Analyzer()
+    with an.constraint_scope(n + 1 >= 0):  # n = INT_MAX would wrap n + 1 to INT_MIN
+        assert (an.const_int_bound(n).min_value, an.const_int_bound(n).max_value) == (-1, 2**31 - 2)
+    with an.constraint_scope(n - 1 <= 5):  # n = INT_MIN would wrap n - 1 to INT_MAX
+        assert (an.const_int_bound(n).min_value, an.const_int_bound(n).max_value) == (-2**31 + 1, 6)
+    u = loom.var("u", "uint8")
+    with an.constraint_scope(u + 10 <= 20):  # u in [0, 10] or [246, 255]: only the hull is known
+        assert (an.const_int_bound(u).min_value, an.const_int_bound(u).max_value) == (0, 255)
+    with an.constraint_scope(u + 10 == 3):  # only u = 249 wraps to 3
+        assert (an.const_int_bound(u).min_value, an.const_int_bound(u).max_value) == (249, 249)
 
 
 def test_loop_var_facts_end_with_the_loop():

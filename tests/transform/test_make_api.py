@@ -57,6 +57,20 @@ def test_shape_and_stride_vars_come_from_buffers():
     assert make_api(f).attrs["loom.api"]
 
 
+@pytest.mark.parametrize("in_body", [True, False])
+def test_a_variable_only_inside_a_shape_expression_is_not_bound(in_body):
+    """A shape ``d * 32`` is checked against the array, never read into ``d``: before, the c backend handed
+    the C compiler an undeclared ``d``; now it is MakeAPI's error on every backend, unless ``d`` is passed."""
+    d = loom.var("d")
+    A, B = loom.decl_buffer((d * 32,), "float32", name="A"), loom.decl_buffer((4,), "float32", name="B")
+    i = loom.var("i")
+    body = For(i, 0, d if in_body else 4, "serial", BufferStore(B, A[i], [i]))
+    f = PrimFunc([A.data, B.data], body, buffer_map={A.data: A, B.data: B})
+    with pytest.raises(LoomError, match=r"uses d \(int32\), which is neither a parameter nor a whole shape"):
+        make_api(f)
+    assert make_api(PrimFunc([A.data, B.data, d], body, buffer_map={A.data: A, B.data: B})).attrs["loom.api"]
+
+
 def test_offset_factor_assertion():
     A = loom.decl_buffer((4,), "float32", name="A", offset_factor=4)
     B = loom.decl_buffer((4,), "float32", name="B")

@@ -103,3 +103,46 @@ def test_arith_simplify_keeps_unit_loops():
     i = loom.var("i")
     before = For(i, 0, 1, "serial", BufferStore(A, loom.const(1), [i]))
     assert isinstance(loom.arith.simplify(before), For)
+
+
+@pytest.mark.parametrize("kind", ["interp", "llvm", "c"])
+def test_scan_guard_goes_inside_its_allocation(kind):
+    """TVM's test_complex_likely_elimination: a cumulative sum by ``loom.scan`` feeding a sparse-lengths sum.
+
+    The scan's guard ``likely(t + 1 < n + 1)`` goes: inside ``allocate([n + 1])`` the extent is not
+    negative (every backend fails first otherwise), so ``n + 1`` does not wrap and the guard is ``t < n``.
+    """
+    def cumsum(X):
+        (m,) = X.shape
+        state = loom.placeholder((m + 1,), dtype="int32", name="state")
+        init = loom.compute((1,), lambda _: loom.const(0, "int32"))
+        update = loom.compute((m + 1,), lambda t: state[t - 1] + X[t - 1])
+        return loom.scan(init, update, state, inputs=[X], name="cumsum")
+
+    m, n, d, i = loom.var("m"), loom.var("n"), loom.var("d"), loom.var("i")
+    data = loom.placeholder((m, d * 32), name="data")
+    indices = loom.placeholder((i,), name="indices", dtype="int32")
+    lengths = loom.placeholder((n,), name="lengths", dtype="int32")
+    offsets = cumsum(lengths)
+
+    def sls(row, col):
+        g = loom.reduce_axis((0, lengths[row]))
+        return loom.sum(data[indices[offsets[row] + g], col], axis=g)
+
+    Y = loom.compute((n, d * 32), sls, name="Y")
+    s = loom.create_schedule(Y.op)
+    row, col = s[Y].op.axis
+    co, ci = s[Y].split(col, factor=32)
+    s[Y].reorder(row, co, s[Y].op.reduce_axis[0], ci)
+    s[Y].vectorize(ci)
+    assert "if" not in str(loom.lower(s, [data, indices, lengths, Y], simple_mode=True))
+    f = loom.build(s, [data, indices, lengths, Y, d], target=kind)  # d: a shape d * 32 does not give it
+    rng = np.random.default_rng(0)
+    lens = np.array([2, 0, 3, 1], "int32")
+    idx = rng.integers(0, 5, size=int(lens.sum())).astype("int32")
+    x = rng.uniform(size=(5, 64)).astype("float32")
+    y = np.zeros((4, 64), "float32")
+    f(x, idx, lens, y, 2)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    want = np.stack([x[idx[a:a + k]].sum(axis=0) for a, k in zip(starts, lens)])
+    np.testing.assert_allclose(y, want, rtol=1e-6)
