@@ -16,6 +16,7 @@ from .errors import (
 )
 from .ir import DataType, Op, decl_buffer, convert, register_object
 from .ir.buffer import address_of, prefetch
+from .ir.op import register_intrin_rule
 from .ir.expr_ops import (
     all, any, cast, const, div, floordiv, floormod, max_value, min_value, select, size_var, truncdiv,
     truncmod, var,
@@ -53,7 +54,7 @@ __all__ = [
     "popcount", "floor", "ceil", "round", "trunc", "abs", "fabs", "erf", "isnan", "if_then_else",
     "fast_exp", "fast_log", "fast_tanh", "fast_sigmoid", "fast_erf",
     "reinterpret", "likely", "call_extern", "call_pure_extern", "call_llvm_intrin", "call_llvm_pure_intrin",
-    "call_intrin", "call_pure_intrin", "call_packed", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
+    "call_intrin", "call_pure_intrin", "register_intrin_rule", "call_packed", "register_func", "get_global_func", "list_global_func_names", "remove_global_func",
     "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",

@@ -11,7 +11,7 @@ from .expr import (
 from .function import GlobalVar, IRModule, PrimFunc
 from .functor import Mutator, Visitor, collect, ir_transform, post_order_visit, substitute
 from .node import Node, fields_of, register_object, registered_types
-from .op import Op, list_ops, register_lowering, register_op
+from .op import Op, list_ops, register_intrin_rule, register_lowering, register_op
 from .stmt import (
     Allocate, AssertStmt, AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt,
     SeqStmt, Stmt, While, no_op, seq,
@@ -27,7 +27,7 @@ __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast", "BinaryOp", "CmpOp",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not", "Select", "BufferLoad", "Ramp",
-    "Broadcast", "Shuffle", "Let", "Call", "Range", "IterVar", "Op", "register_op", "register_lowering", "list_ops",
+    "Broadcast", "Shuffle", "Let", "Call", "Range", "IterVar", "Op", "register_op", "register_lowering", "register_intrin_rule", "list_ops",
     "Stmt", "LetStmt", "AttrStmt", "AssertStmt", "BufferStore", "Allocate", "For", "ForKind", "While",
     "IfThenElse", "Evaluate", "SeqStmt", "seq", "no_op",
     "Buffer", "decl_buffer", "DEFAULT_DATA_ALIGNMENT", "PrimFunc", "GlobalVar", "IRModule",

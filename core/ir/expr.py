@@ -443,6 +443,15 @@ class Call(PrimExpr):
     op: Any = child(_callee_types)
     args: TupleOf[Any] = children(PrimExpr)
 
+    @property
+    def name(self) -> str:
+        """The callee's name as TVM 0.6's ``Call.name`` gave it: ``exp`` for ``tir.exp``, the function's
+        name for ``call_extern``/``call_pure_extern``, a global function's name (``self.op.name`` is the op's)."""
+        full = self.op.name_hint if hasattr(self.op, "name_hint") else self.op.name
+        if full in ("tir.call_extern", "tir.call_pure_extern") and self.args and isinstance(self.args[0], StringImm):
+            return self.args[0].value
+        return full[4:] if full.startswith("tir.") else full
+
 
 @register_object("ir.Range")
 class Range(Node):

@@ -24,7 +24,7 @@ from .node import Node, register_object, value
 if TYPE_CHECKING:
     from ..target import Target
 
-__all__ = ["Op", "OpInfo", "register_op", "register_lowering", "lowering_rule", "list_ops", "reset_plugin_rules"]
+__all__ = ["Op", "OpInfo", "register_op", "register_lowering", "register_intrin_rule", "lowering_rule", "list_ops", "reset_plugin_rules"]
 
 
 @attrs.define
@@ -96,6 +96,42 @@ def register_lowering(op_name: str, target_kind: str, rule: Callable[[Any], Any]
     if target_kind in info.lowering and not override:
         raise LoomError(f"op {info.name!r} already has a lowering rule for target kind {target_kind!r}")
     info.lowering[target_kind] = rule
+
+
+def register_intrin_rule(target: Any, intrin: str, f: Callable[[Any], Any] | None = None,
+                         override: bool = False) -> Any:
+    """TVM's classic ``register_intrin_rule``: give the intrinsic ``intrin`` a lowering rule for ``target``.
+
+    ``target`` is a target kind (``"cuda"``, ``"llvm"``, ``"c"``, ``"interp"``...), ``"default"`` for every
+    kind without a rule of its own, or a Target.  ``intrin`` is ``"exp"`` or ``"tir.exp"``; a name no op has
+    yet becomes a new pure intrinsic that ``loom.call_pure_intrin(dtype, intrin, ...)`` then calls (TVM
+    0.6's way of adding one; give it a numpy implementation with :func:`register_op` instead when the
+    interpreter should run it).  ``f(call)`` returns the call's replacement, or the call itself (or
+    None) to leave it.  Without ``f`` this is a decorator.  It is :func:`register_lowering` under TVM's
+    argument order.
+
+    >>> import loom
+    >>> @loom.register_intrin_rule("c", "doc_log")
+    ... def doc_log(call):
+    ...     return loom.call_pure_extern(call.dtype, "logf", *call.args)
+    >>> loom.call_pure_intrin("float32", "doc_log", loom.var("x", "float32")).op.name
+    'tir.doc_log'
+    """
+    from ..target import Target, list_kinds
+
+    kind = target.kind_name if isinstance(target, Target) else target
+    if not isinstance(kind, str) or kind not in (*list_kinds(), "default"):
+        raise LoomValueError(f"register_intrin_rule: unknown target kind {target!r}; installed: "
+                             f"{', '.join(list_kinds())} (or 'default')")
+    name = intrin if intrin in _OPS or "." in intrin else f"tir.{intrin}"
+    if name not in _OPS:
+        register_op(name, -1, doc=f"an intrinsic added by register_intrin_rule({kind!r}, {intrin!r})")
+
+    def register(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        register_lowering(name, kind, rule, override)
+        return rule
+
+    return register(f) if f is not None else register
 
 
 def lowering_rule(op: Op | str, target: Target | str) -> Callable[[Any], Any] | None:

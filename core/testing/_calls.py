@@ -98,7 +98,9 @@ def _result(t: DataType, what: str, want: bool) -> Callable[[Any], Any]:
 def _numpy_op(comp: Any, node: E.Call) -> Code:
     info = node.op.info
     if info.numpy_impl is None:
-        raise LoomValueError(f"{comp.fname}: the interpreter cannot run {info.name}: it has no numpy implementation")
+        raise LoomValueError(f"{comp.fname}: the interpreter cannot run {info.name}: it has no numpy implementation "
+                             "(register the op with loom.ir.register_op(..., numpy_impl=...), or give it a "
+                             "lowering rule for 'interp' or 'default' with loom.register_intrin_rule)")
     if info.num_inputs >= 0 and len(node.args) != info.num_inputs:
         raise IRError(f"{comp.fname}: {info.name} takes {info.num_inputs} arguments, got {len(node.args)} in {node}")
     args = [comp.expr(a) for a in node.args]
