@@ -103,7 +103,8 @@ def register_intrin_rule(target: Any, intrin: str, f: Callable[[Any], Any] | Non
     """TVM's classic ``register_intrin_rule``: give the intrinsic ``intrin`` a lowering rule for ``target``.
 
     ``target`` is a target kind (``"cuda"``, ``"llvm"``, ``"c"``, ``"interp"``...), ``"default"`` for every
-    kind without a rule of its own, or a Target.  ``intrin`` is ``"exp"`` or ``"tir.exp"``; a name no op has
+    kind without a rule of its own, or a Target.  ``intrin`` is ``"exp"`` or ``"tir.exp"`` (or a TVM 0.6
+    name :func:`loom.call_intrin` takes, such as ``"pow"``); a name no op has
     yet becomes a new pure intrinsic that ``loom.call_pure_intrin(dtype, intrin, ...)`` then calls (TVM
     0.6's way of adding one; give it a numpy implementation with :func:`register_op` instead when the
     interpreter should run it).  ``f(call)`` returns the call's replacement, or the call itself (or
@@ -118,7 +119,9 @@ def register_intrin_rule(target: Any, intrin: str, f: Callable[[Any], Any] | Non
     'tir.doc_log'
     """
     from ..target import Target, list_kinds
+    from .intrin import CLASSIC_INTRINSIC_NAMES
 
+    intrin = CLASSIC_INTRINSIC_NAMES.get(intrin, intrin)  # tvm_if_then_else, pow: the ops call_intrin builds
     kind = target.kind_name if isinstance(target, Target) else target
     if not isinstance(kind, str) or kind not in (*list_kinds(), "default"):
         raise LoomValueError(f"register_intrin_rule: unknown target kind {target!r}; installed: "

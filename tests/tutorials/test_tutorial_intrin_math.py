@@ -191,6 +191,23 @@ def test_register_intrin_rule_checks_its_target_and_is_a_decorator():
     np.testing.assert_allclose(_run(loom.create_schedule(B.op), A, B, "c", a), np.log1p(a), rtol=1e-6)
 
 
+def test_a_classic_intrinsic_name_reaches_the_op_call_intrin_builds():
+    A = loom.placeholder((4,), name="A")
+    B = loom.compute(A.shape, lambda i: loom.call_pure_intrin("float32", "pow", A[i], 2.0), name="B")
+    s = loom.create_schedule(B.op)
+    info = Op.get("tir.power").info
+    before = dict(info.lowering)
+    try:
+        # A rule that does not compute pow, so the result shows it ran.
+        loom.register_intrin_rule("c", "pow", lambda op: op.args[0] + op.args[1], override=True)
+        assert "tir.pow" not in loom.ir.list_ops()
+        a = np.array([1, 2, 3, 4], "float32")
+        np.testing.assert_allclose(_run(s, A, B, "c", a), a + 2)
+    finally:
+        info.lowering.clear()
+        info.lowering.update(before)
+
+
 def test_call_name_is_the_classic_callee_name():
     x = loom.var("x", "float32")
     assert loom.exp(x).name == "exp" and loom.exp(x).op.name == "tir.exp"
