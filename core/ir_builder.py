@@ -54,9 +54,6 @@ _Item = Union[S.Stmt, Callable[[S.Stmt], S.Stmt]]
 _FOR_TYPES = {"serial": "serial", "parallel": "parallel", "vectorize": "vectorized", "vectorized": "vectorized",
               "unroll": "unrolled", "unrolled": "unrolled"}
 
-#: The extent a :meth:`IRBuilder.pointer` view declares: its memory's size is not known.
-
-
 class WithScope:
     """A ``with`` block of the builder: entering gives ``value``; leaving runs ``on_exit``.
 

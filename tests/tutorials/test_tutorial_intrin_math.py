@@ -6,6 +6,8 @@ llvm, c and the interpreter against numpy.  TVM's tutorial also builds for OpenC
 backend for: that build is a clear TargetError here.
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -40,14 +42,22 @@ def _cuda_source(s, A, B):
     return loom.build(s, [A, B], "cuda", name="mathfunc").imported_modules[0].get_source()
 
 
+@contextlib.contextmanager
+def _rules_restored(op_name):
+    """Rules registered for ``op_name`` inside the block are removed after it (the registry is process-wide)."""
+    info = Op.get(op_name).info
+    before = dict(info.lowering)
+    try:
+        yield
+    finally:
+        info.lowering.clear()
+        info.lowering.update(before)
+
+
 @pytest.fixture
 def exp_rules():
-    """Rules the test registers for ``tir.exp``, removed afterwards (the registry is process-wide)."""
-    info = Op.get("tir.exp").info
-    before = dict(info.lowering)
-    yield
-    info.lowering.clear()
-    info.lowering.update(before)
+    with _rules_restored("tir.exp"):
+        yield
 
 
 def _exp_program(body):
@@ -195,17 +205,12 @@ def test_a_classic_intrinsic_name_reaches_the_op_call_intrin_builds():
     A = loom.placeholder((4,), name="A")
     B = loom.compute(A.shape, lambda i: loom.call_pure_intrin("float32", "pow", A[i], 2.0), name="B")
     s = loom.create_schedule(B.op)
-    info = Op.get("tir.power").info
-    before = dict(info.lowering)
-    try:
+    with _rules_restored("tir.power"):
         # A rule that does not compute pow, so the result shows it ran.
         loom.register_intrin_rule("c", "pow", lambda op: op.args[0] + op.args[1], override=True)
         assert "tir.pow" not in loom.ir.list_ops()
         a = np.array([1, 2, 3, 4], "float32")
         np.testing.assert_allclose(_run(s, A, B, "c", a), a + 2)
-    finally:
-        info.lowering.clear()
-        info.lowering.update(before)
 
 
 def test_call_name_is_the_classic_callee_name():
