@@ -37,7 +37,9 @@ void f(float *A) {
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import attrs
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
@@ -49,6 +51,7 @@ from ..runtime.abi import abi_vars, division_by_zero_message
 from .cstyle_ops import (BASE_CODE_FOR_OP, LIBC_FUNCTIONS, LIBM_FUNCTIONS, PREAMBLE, CodegenError, Template,
                          is_simple, sanitize)
 from .cstyle_stmt import Release, StatementRenderer
+from .flat_offset import OffsetTerm, offset_terms
 
 __all__ = ["CStyleRenderer", "CodegenError", "Release", "sanitize"]
 
@@ -394,12 +397,15 @@ class CStyleRenderer(StatementRenderer):
             return data
         return f"(({self.type_name(buf.dtype)} *){data})"
 
-    def _flat(self, buf: Any, indices: list[str], dtypes: list[DataType] | None = None) -> str:
+    def _flat(self, buf: Any, indices: list[str], dtypes: list[DataType] | None = None,
+              strides: Sequence[E.PrimExpr] | None = None) -> str:
         """The element offset of ``indices`` (C texts, of ``dtypes``: default int32) into ``buf``.
 
-        Computed in ``int64_t`` when an offset into the buffer may not fit an
-        ``int32_t`` (:func:`_needs_wide_offsets`): the product of a 32-bit index and
-        a stride would wrap, and address memory outside the buffer.
+        ``strides`` default to the buffer's (one index per dimension); :meth:`flat_index`
+        passes the strides of its merged terms. Computed in ``int64_t`` when an offset
+        into the buffer may not fit an ``int32_t`` (:func:`_needs_wide_offsets`): the
+        product of a 32-bit index and a stride would wrap, and address memory outside
+        the buffer.
         """
         if dtypes is None:
             dtypes = [DataType("int", 32)] * len(indices)
@@ -407,7 +413,7 @@ class CStyleRenderer(StatementRenderer):
         parts: list[tuple[str, DataType, str | None]] = []  # (index, its dtype, stride unless 1)
         if not (isinstance(offset, E.IntImm) and offset.value == 0):
             parts.append((self.expr(offset), offset.dtype, None))
-        for idx, t, stride in zip(indices, dtypes, buf.effective_strides()):
+        for idx, t, stride in zip(indices, dtypes, buf.effective_strides() if strides is None else strides):
             one = isinstance(stride, E.IntImm) and stride.value == 1
             parts.append((idx, t, None if one else self.expr(stride)))
         # One index times 1 is the index itself: no arithmetic, nothing to overflow.
@@ -419,19 +425,43 @@ class CStyleRenderer(StatementRenderer):
             terms.append(text if stride is None else f"{text} * {stride}")
         return " + ".join(terms) or "0"
 
+    def _term_index(self, term: OffsetTerm) -> str:
+        """The C text of ``term``'s index, after the zero test of a merged division (when the dialect checks)."""
+        text = self.expr(term.index)
+        if term.zero_test is None:
+            return text
+        divisor, division = term.zero_test
+        failure = self.division_by_zero(division_by_zero_message(str(division)))
+        if failure is None:
+            return text
+        return f"({{ if (__builtin_expect({self.expr(divisor)} == 0, 0)) {{ {failure} }} {text}; }})"
+
+    def _offset_of_terms(self, buf: Any, terms: Sequence[OffsetTerm]) -> str:
+        return self._flat(buf, [self._term_index(t) for t in terms], [t.index.dtype for t in terms],
+                          [t.stride for t in terms])
+
     def flat_index(self, buf: Any, indices: Any) -> str:
-        """The C element offset of the IR ``indices`` into ``buf`` (see :meth:`_flat`)."""
-        return self._flat(buf, [self.expr(i) for i in indices], [i.dtype for i in indices])
+        """The C element offset of the IR ``indices`` into ``buf`` (:func:`~loom.codegen.flat_offset.offset_terms`,
+        then :meth:`_flat`)."""
+        return self._offset_of_terms(buf, offset_terms(buf, indices))
 
     def _contiguous(self, buf: Any, indices: tuple[Any, ...]) -> str | None:
         """The scalar flat start of a unit-stride vector access, else None."""
-        ramps = [k for k, i in enumerate(indices) if i.dtype.lanes > 1]
-        if len(ramps) != 1 or not isinstance(indices[ramps[0]], E.Ramp) or buf.dtype.lanes != 1:
+        terms = offset_terms(buf, indices)
+        ramps = [k for k, t in enumerate(terms) if t.index.dtype.lanes > 1]
+        if len(ramps) != 1 or buf.dtype.lanes != 1:
             return None
-        ramp, stride = indices[ramps[0]], buf.effective_strides()[ramps[0]]
-        if not all(isinstance(x, E.IntImm) and x.value == 1 for x in (ramp.stride, stride)):
+        k = ramps[0]
+        ramp, stride = terms[k].index, terms[k].stride
+        if not isinstance(ramp, E.Ramp) or not all(isinstance(x, E.IntImm) and x.value == 1 for x in (ramp.stride, stride)):
             return None
-        return self.flat_index(buf, [ramp.base if k == ramps[0] else i for k, i in enumerate(indices)])
+        return self._offset_of_terms(buf, [*terms[:k], attrs.evolve(terms[k], index=ramp.base), *terms[k + 1:]])
+
+    def lane_offsets(self, buf: Any, indices: Any) -> tuple[list[str], str]:
+        """Declarations binding the lanes of a gather or scatter's ``indices``, and the offset of lane ``_l``."""
+        terms = offset_terms(buf, indices)
+        decls, refs = self._bind([t.index for t in terms], [self._term_index(t) for t in terms], vector=True)
+        return decls, self._flat(buf, refs, [t.index.dtype for t in terms], [t.stride for t in terms])
 
     def load(self, n: E.BufferLoad) -> str:
         ptr = self.pointer(n.buffer)
@@ -442,10 +472,10 @@ class CStyleRenderer(StatementRenderer):
             v = self.tmp()
             size = self._vector_bytes(n.dtype, v)
             return f"({{ {self.type_name(n.dtype)} {v}; memcpy(&{v}, &{ptr}[{start}], {size}); {v}; }})"
-        decls, refs = self._bind(list(n.indices), [self.expr(i) for i in n.indices], vector=True)
+        decls, offset = self.lane_offsets(n.buffer, n.indices)
         out = self.tmp()
         return (f"({{ {' '.join(decls)} {self.type_name(n.dtype)} {out}; for (int _l = 0; _l < {n.dtype.lanes}; "
-                f"++_l) {out}[_l] = {ptr}[{self._flat(n.buffer, refs, [i.dtype for i in n.indices])}]; {out}; }})")
+                f"++_l) {out}[_l] = {ptr}[{offset}]; {out}; }})")
 
 
 _INT32_LIMIT = 1 << 31

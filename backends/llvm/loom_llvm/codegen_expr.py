@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from llvmlite import ir
 
 from loom.arith import Analyzer
+from loom.codegen.flat_offset import OffsetTerm, offset_terms
 from loom.errors import LoomError, LoomTypeError
 from loom.ir import expr as E
 from loom.ir import expr_ops as ops
@@ -386,10 +387,19 @@ class ExprEmitter(VectorEmitter):
         v = self.expr(e)
         return self.convert(v, e.dtype, DataType("int", 64, e.dtype.lanes))
 
-    def _scalar_offset(self, buf: Buffer, indices: Sequence[E.PrimExpr]) -> ir.Value:
+    def _terms(self, buf: Buffer, indices: Sequence[E.PrimExpr]) -> list[OffsetTerm]:
+        """The offset terms of ``buf[indices]``, after the zero test each merged division still owes."""
+        terms = offset_terms(buf, indices) if buf.shape else []
+        for t in terms:
+            if t.zero_test is not None:
+                divisor, division = t.zero_test
+                self._check_divisor(self.expr(divisor), division)
+        return terms
+
+    def _scalar_offset(self, buf: Buffer, terms: Sequence[OffsetTerm]) -> ir.Value:
         acc = self._i64(buf.elem_offset)
-        for idx, stride in zip(indices, buf.effective_strides()):
-            acc = self.builder.add(acc, self.builder.mul(self._i64(idx), self._i64(stride)))
+        for t in terms:
+            acc = self.builder.add(acc, self.builder.mul(self._i64(t.index), self._i64(t.stride)))
         return acc
 
     def _access(self, buf: Buffer, indices: Sequence[E.PrimExpr], lanes: int) -> tuple[str, Any, int]:
@@ -400,29 +410,32 @@ class ExprEmitter(VectorEmitter):
         elem_bytes = max(1, buf.dtype.bits // 8) * buf.dtype.lanes
         if not buf.shape:  # a 0-d buffer: the element at elem_offset
             indices = ()
-        vec = [k for k, i in enumerate(indices) if i.dtype.lanes > 1]
+        terms = self._terms(buf, indices)
+        vec = [k for k, t in enumerate(terms) if t.index.dtype.lanes > 1]
         if not vec:
-            return "scalar", self._scalar_offset(buf, indices), self._alignment(buf, indices, elem_bytes)
+            return "scalar", self._scalar_offset(buf, terms), self._alignment(buf, terms, elem_bytes)
         k = vec[0]
-        ramp = indices[k]
+        ramp = terms[k].index
         if len(vec) == 1 and isinstance(ramp, E.Ramp):
-            step = self.analyzer.simplify(ramp.stride * buf.effective_strides()[k])
+            step = self.analyzer.simplify(ramp.stride * terms[k].stride)
             if isinstance(step, E.IntImm) and step.value == 1:
-                base = [*indices[:k], ramp.base, *indices[k + 1:]]
+                base = [*terms[:k], OffsetTerm(ramp.base, terms[k].stride), *terms[k + 1:]]
                 return "contiguous", self._scalar_offset(buf, base), self._alignment(buf, base, elem_bytes)
         # Gather/scatter: one offset per lane.
         acc = self.broadcast(self._i64(buf.elem_offset), lanes)
-        for idx, stride in zip(indices, buf.effective_strides()):
-            i = self._i64(idx)
-            if idx.dtype.lanes == 1:
+        for t in terms:
+            i = self._i64(t.index)
+            if t.index.dtype.lanes == 1:
                 i = self.broadcast(i, lanes)
-            acc = self.builder.add(acc, self.builder.mul(i, self.broadcast(self._i64(stride), lanes)))
+            acc = self.builder.add(acc, self.builder.mul(i, self.broadcast(self._i64(t.stride), lanes)))
         return "lanes", acc, min(elem_bytes, self.alignment_of(buf))
 
-    def _alignment(self, buf: Buffer, indices: Sequence[E.PrimExpr], elem_bytes: int) -> int:
-        """The largest power of two the byte offset of ``indices`` provably is a multiple of."""
+    def _alignment(self, buf: Buffer, terms: Sequence[OffsetTerm], elem_bytes: int) -> int:
+        """The largest power of two the byte offset of ``terms`` provably is a multiple of."""
         try:
-            offset = buf.offset_of(list(indices)) if buf.shape else buf.elem_offset
+            offset = buf.elem_offset
+            for t in terms:
+                offset = offset + t.index * t.stride
             coeff, base = self.analyzer.modular_set(offset)
         except LoomError:
             return elem_bytes
