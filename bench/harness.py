@@ -44,7 +44,9 @@ class Result:
 @dataclasses.dataclass(frozen=True)
 class Candidate:
     """A built and checked implementation: ``timer()`` measures it once more
-    (seconds per call); ``first`` is the time of the checked call."""
+    (seconds per call); ``first`` is the time of the checked call; ``settle``
+    the seconds its threads keep the cores busy after a measurement (the next
+    turn waits them out)."""
 
     workload: str
     impl: str
@@ -52,6 +54,7 @@ class Candidate:
     first: float | None = None
     error: float | None = None
     failed: str = ""
+    settle: float = 0.0
 
 
 def _best_mean(call: Callable[[], object], number: int, repeat: int) -> float:
@@ -116,6 +119,7 @@ def interleave(candidates: Sequence[Candidate], timing: Timing, slow: bool = Fal
         for c in candidates:
             if c.timer is not None:
                 best[c.impl] = min(best[c.impl], c.timer())
+                time.sleep(c.settle)
     return [Result(c.workload, c.impl, failed=c.failed) if c.failed else
             Result(c.workload, c.impl, best[c.impl], c.error) for c in candidates]
 

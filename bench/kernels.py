@@ -17,7 +17,7 @@ import loom
 from workloads import SIZES
 
 __all__ = ["SCHEDULES", "build", "schedule_vadd", "schedule_matmul_naive", "schedule_matmul_blocked",
-           "schedule_softmax", "schedule_conv2d"]
+           "schedule_softmax", "schedule_conv2d", "schedule_flatten"]
 
 
 def schedule_vadd(n: int | None = None) -> tuple[Any, list]:
@@ -154,12 +154,29 @@ def schedule_conv2d() -> tuple[Any, list]:
     return s, [data, weight, conv]
 
 
+def schedule_flatten() -> tuple[Any, list]:
+    """``B[i] = A[i // m, i % m]`` with ``n`` and ``m`` bound when called: the schedule of vector add.
+
+    The offset ``(i // m) * m + i % m`` is ``i``: the generated code should neither
+    divide nor gather (loom.codegen.flat_offset).
+    """
+    n, m = loom.var("n"), loom.var("m")
+    A = loom.placeholder((n, m), name="A")
+    B = loom.compute((n * m,), lambda i: A[i // m, i % m], name="B")
+    s = loom.create_schedule(B.op)
+    outer, inner = s[B].split(B.op.axis[0], factor=64)
+    s[B].parallel(outer)
+    s[B].vectorize(inner)
+    return s, [A, B]
+
+
 SCHEDULES: dict[str, Callable[[], tuple[Any, list]]] = {
     "vadd": schedule_vadd,
     "matmul_naive": schedule_matmul_naive,
     "matmul_blocked": schedule_matmul_blocked,
     "softmax": schedule_softmax,
     "conv2d": schedule_conv2d,
+    "flatten": schedule_flatten,
 }
 
 

@@ -165,12 +165,25 @@ def schedule_conv2d() -> s_tir.Schedule:
     return sch
 
 
+def schedule_flatten() -> s_tir.Schedule:
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n * m,), lambda i: A[i // m, i % m], name="B")
+    sch = s_tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_sblock("B"))
+    outer, inner = sch.split(i, [None, 64])
+    sch.parallel(outer)
+    sch.vectorize(inner)
+    return sch
+
+
 SCHEDULES = {
     "vadd": schedule_vadd,
     "matmul_naive": schedule_matmul_naive,
     "matmul_blocked": schedule_matmul_blocked,
     "softmax": schedule_softmax,
     "conv2d": schedule_conv2d,
+    "flatten": schedule_flatten,
 }
 
 

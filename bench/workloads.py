@@ -24,6 +24,7 @@ SIZES = {
     "matmul": {"m": 1024, "n": 1024, "k": 1024, "bn": 32, "kfactor": 4},
     "softmax": {"rows": 4096, "cols": 1024, "lanes": 16},
     "conv2d": {"batch": 1, "cin": 64, "cout": 64, "size": 56, "kernel": 3, "pad": 1, "ftile": 8, "xtile": 8},
+    "flatten": {"rows": 4096, "cols": 4095},  # the kernels see symbolic shapes: sizes are bound at the call
 }
 
 Arrays = list[np.ndarray]
@@ -98,6 +99,17 @@ def _softmax_reference(args: Arrays) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+# -- flatten ------------------------------------------------------------------------
+def _flatten_inputs(rng: np.random.Generator) -> Arrays:
+    s = SIZES["flatten"]
+    return [_f32(rng, s["rows"], s["cols"]), np.zeros(s["rows"] * s["cols"], "float32")]
+
+
+def _flatten_numpy(args: Arrays) -> np.ndarray:
+    np.copyto(args[1], args[0].reshape(-1))
+    return args[1]
+
+
 # -- conv2d -------------------------------------------------------------------------
 def _conv2d_inputs(rng: np.random.Generator) -> Arrays:
     s = SIZES["conv2d"]
@@ -144,6 +156,9 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     Workload("conv2d", "conv2d 64->64, 56x56, 3x3, pad 1", "GFLOP/s", _conv2d_flops(), _conv2d_inputs,
              lambda a: im2col_conv2d(a[0].astype("float64"), a[1].astype("float64"), SIZES["conv2d"]["pad"]),
              lambda a: im2col_conv2d(a[0], a[1], SIZES["conv2d"]["pad"]), rtol=1e-5),
+    Workload("flatten", "flatten 4096x4095, symbolic shapes", "GB/s",
+             8.0 * SIZES["flatten"]["rows"] * SIZES["flatten"]["cols"], _flatten_inputs,
+             lambda a: a[0].reshape(-1), _flatten_numpy, rtol=0.0),
 ]}
 
 
