@@ -95,14 +95,26 @@ class Analyzer:
                 self._modular[var] = self.modular_set(expr)
         self._changed()
 
-    def update(self, var: E.Var, bound: ConstIntBound, allow_override: bool = False) -> None:
-        """Declare that ``var`` lies in ``bound`` (replacing what was known)."""
+    def update(self, var: E.Var, bound: ConstIntBound, override: bool = False, *,
+               allow_override: bool = False) -> None:
+        """Declare that ``var`` lies in ``bound``; a different bound than the one known needs ``override``.
+
+        ``override`` is TVM's keyword; ``allow_override`` (as :meth:`bind` spells it) is the same.
+
+        >>> import loom
+        >>> x = loom.var("x")
+        >>> an = Analyzer()
+        >>> an.update(x, ConstIntBound(0, 4))
+        >>> an.update(x, ConstIntBound(0, 9), override=True)
+        >>> an.const_int_bound(x + 1)
+        ConstIntBound(min_value=1, max_value=10)
+        """
         _check_var(var)
         if not isinstance(bound, ConstIntBound):
             raise LoomTypeError(f"update({var.name}) expects a ConstIntBound, got {type(bound).__name__}")
         old = self._bounds.get(var)
-        if old is not None and old != bound and not allow_override:
-            raise LoomValueError(f"{var.name} is already known to be in {old}; pass allow_override=True to replace it")
+        if old is not None and old != bound and not (override or allow_override):
+            raise LoomValueError(f"{var.name} is already known to be in {old}; pass override=True to replace it")
         self._bounds[var] = bound
         self._changed()
 

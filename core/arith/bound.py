@@ -8,9 +8,10 @@ range (the wrapped value could be anything).  Rewrite rules that are valid
 only without overflow ask exactly this question.
 
 Infinity: an integer expression is always within its dtype, so its bounds are
-ordinary ints and never infinite.  Only non-integer expressions (floats,
-handles) get the sentinels :attr:`ConstIntBound.NEG_INF` and
-:attr:`ConstIntBound.POS_INF`, ints far outside every dtype.
+ordinary ints and never infinite: the ends of its dtype's range say "nothing
+known", and a bound's ``NEG_INF``/``POS_INF`` are those ends.  Only non-integer
+expressions (floats, handles) get the sentinels ``ConstIntBound.NEG_INF`` and
+``ConstIntBound.POS_INF``, ints far outside every dtype.
 
 >>> import loom
 >>> from loom.arith import Analyzer
@@ -36,24 +37,52 @@ from ._intmath import (
 __all__ = ["ConstIntBound", "ConstIntBoundAnalyzer"]
 
 
+class _Unbounded:
+    """``bound.POS_INF`` / ``bound.NEG_INF``: an end of the bound's dtype, or the sentinel.
+
+    On the class (``ConstIntBound.POS_INF``), and on a bound of no integer dtype, the
+    sentinel: an int far outside every dtype. On the bound of an integer expression,
+    the end of its dtype's range, which is where Loom's bounds say "nothing known" (an
+    integer value never leaves its dtype), so TVM's test ``bd.max_value == bd.POS_INF``
+    asks the question it asks in TVM.
+    """
+
+    def __init__(self, sign: int) -> None:
+        self._sign = sign
+
+    def __get__(self, bound: Optional[ConstIntBound], owner: type) -> int:
+        if bound is None or bound.dtype is None:
+            return self._sign << 256
+        return int_range(bound.dtype)[self._sign > 0]
+
+
 @attrs.frozen
 class ConstIntBound:
-    """The closed interval ``[min_value, max_value]`` of an expression's values."""
+    """The closed interval ``[min_value, max_value]`` of an expression's values.
+
+    ``dtype`` is the element dtype of the expression it bounds (None for a bound
+    made by hand); it is not compared, and only ``POS_INF``/``NEG_INF`` read it.
+
+    >>> import loom
+    >>> bd = loom.arith.Analyzer().const_int_bound(loom.var("x", "int8") * 2)   # may wrap: anything
+    >>> bd.min_value == bd.NEG_INF, bd.max_value == bd.POS_INF, bd.POS_INF
+    (True, True, 127)
+    """
 
     min_value: int
     max_value: int
+    dtype: Optional[DataType] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
-    #: Sentinels for unbounded (non-integer) expressions.
-    POS_INF: ClassVar[int] = 1 << 256
-    NEG_INF: ClassVar[int] = -(1 << 256)
+    POS_INF: ClassVar[_Unbounded] = _Unbounded(1)
+    NEG_INF: ClassVar[_Unbounded] = _Unbounded(-1)
 
     @staticmethod
     def everything(dtype: DataType | str) -> ConstIntBound:
         """The bound that says nothing: the dtype's full range (or infinite)."""
         t = DataType.of(dtype).element_of()
         if is_int_type(t) or t.is_bool:
-            return ConstIntBound(*int_range(t))
-        return ConstIntBound(ConstIntBound.NEG_INF, ConstIntBound.POS_INF)
+            return ConstIntBound(*int_range(t), dtype=t)
+        return ConstIntBound(-(1 << 256), 1 << 256)
 
     @property
     def is_const(self) -> bool:
@@ -67,13 +96,19 @@ class ConstIntBound:
         return self.min_value <= value <= self.max_value
 
     def intersect(self, other: ConstIntBound) -> ConstIntBound:
-        return ConstIntBound(max(self.min_value, other.min_value), min(self.max_value, other.max_value))
+        return ConstIntBound(max(self.min_value, other.min_value), min(self.max_value, other.max_value),
+                             dtype=self._common_dtype(other))
 
     def union(self, other: ConstIntBound) -> ConstIntBound:
-        return ConstIntBound(min(self.min_value, other.min_value), max(self.max_value, other.max_value))
+        return ConstIntBound(min(self.min_value, other.min_value), max(self.max_value, other.max_value),
+                             dtype=self._common_dtype(other))
+
+    def _common_dtype(self, other: ConstIntBound) -> Optional[DataType]:
+        return self.dtype if other.dtype is None or other.dtype == self.dtype else \
+            (other.dtype if self.dtype is None else None)
 
 
-_UNBOUNDED: Interval = (ConstIntBound.NEG_INF, ConstIntBound.POS_INF)
+_UNBOUNDED: Interval = (-(1 << 256), 1 << 256)
 _BOUND_FUNCS = {E.FloorDiv: lambda a, b: a // b, E.Div: trunc_div}
 
 
@@ -103,7 +138,8 @@ class ConstIntBoundAnalyzer:
         self._memo.clear()
 
     def __call__(self, e: E.PrimExpr) -> ConstIntBound:
-        return ConstIntBound(*self.interval(e))
+        t = e.dtype.element_of()
+        return ConstIntBound(*self.interval(e), dtype=t if is_int_type(t) or t.is_bool else None)
 
     def interval(self, e: E.PrimExpr) -> Interval:
         hit = self._memo.get(id(e))
@@ -229,14 +265,17 @@ class ConstIntBoundAnalyzer:
         name = getattr(e.op, "name", None)
         if name == "tir.likely" and e.args:
             return self.interval(e.args[0])
-        if name == "tir.shift_right" and isinstance(e.args[1], E.IntImm) and 0 <= e.args[1].value < e.dtype.bits:
-            lo, hi = self.interval(e.args[0])  # an arithmetic shift floors: monotone
-            return lo >> e.args[1].value, hi >> e.args[1].value
+        if name == "tir.shift_right":
+            s_lo, s_hi = self.interval(e.args[1])
+            if 0 <= s_lo and s_hi < e.dtype.bits:
+                # x >> s floors x / 2**s: monotone in x, and toward 0 (or -1) as s grows.
+                lo, hi = self.interval(e.args[0])
+                return min(lo >> s_lo, lo >> s_hi), max(hi >> s_lo, hi >> s_hi)
         if name == "tir.bitwise_and":
-            masks = [a.value for a in e.args if isinstance(a, E.IntImm) and a.value >= 0]
-            if masks:  # and-ing with a non-negative mask clears the sign: [0, mask]
-                lo, hi = self.interval(e.args[0] if isinstance(e.args[1], E.IntImm) else e.args[1])
-                return (0, min(masks[0], hi)) if lo >= 0 else (0, masks[0])
+            # An operand that is never negative clears the sign and bounds the result: [0, its max].
+            highs = [hi for lo, hi in map(self.interval, e.args) if lo >= 0]
+            if highs:
+                return 0, min(highs)
         return _full(e.dtype)
 
 

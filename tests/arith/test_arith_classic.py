@@ -289,3 +289,28 @@ def test_simplified_reduction_computes_the_same(target):
     f(loom.nd.array(b), c)
     want = np.array([sum(int(b[q]) * (q + i) for q in range(n)) for i in range(n)], dtype="int32")
     np.testing.assert_array_equal(c.numpy(), want)
+
+
+def test_bound_infinities_are_the_ends_of_the_dtype_and_update_takes_tvms_keyword():
+    """TVM's idioms: ``bd.max_value == bd.POS_INF`` asks "unbounded above?", ``update(..., override=True)``."""
+    x, y = loom.var("x"), loom.var("y")
+    an = Analyzer()
+    an.update(x, ConstIntBound(-3, 4))
+    with pytest.raises(loom.LoomValueError, match="override=True"):
+        an.update(x, ConstIntBound(0, 4))
+    an.update(x, ConstIntBound(ConstIntBound.NEG_INF, 4), override=True)  # the class's sentinel: clamped
+    an.update(y, ConstIntBound(-8, 2))
+    bd = an.const_int_bound(x * y)  # may wrap: anything
+    assert (bd.min_value, bd.max_value) == (bd.NEG_INF, bd.POS_INF) == (-(2**31), 2**31 - 1)
+    bd = an.const_int_bound(loom.min(x, y))
+    assert bd.min_value == bd.NEG_INF and bd.max_value == 2
+    assert an.const_int_bound(loom.var("w", "int64")).POS_INF == 2**63 - 1
+    assert an.const_int_bound(loom.size_var("n")) == ConstIntBound(0, 2**31 - 1)
+    # A bound made by hand, or of a float, has the sentinels far outside every dtype; dtypes are not compared.
+    assert ConstIntBound(0, 1).POS_INF == ConstIntBound.POS_INF > 2**64
+    assert an.const_int_bound(loom.var("f", "float32")).max_value == ConstIntBound.POS_INF
+    assert an.const_int_bound(x & 7) == ConstIntBound(0, 7)
+    an.update(y, ConstIntBound(2, 10), override=True)
+    an.update(x, ConstIntBound(-9, 11), allow_override=True)
+    assert an.const_int_bound(x >> y) == ConstIntBound(-3, 2)  # a range of shifts
+    assert an.const_int_bound(x & y) == ConstIntBound(0, 10)  # y is never negative

@@ -423,3 +423,27 @@ def test_an_offset_fact_keeps_every_value_that_satisfies_it(dtype, data):
         holds = {"<": w < k, "<=": w <= k, ">": w > k, ">=": w >= k, "==": w == k}[op]
         if holds:
             assert bound.min_value <= v <= bound.max_value, (str(cond), v, bound)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(dtype=st.sampled_from(["int8", "uint8", "int32"]), data=st.data())
+def test_shift_and_and_bounds_hold(dtype, data):
+    """``x >> s`` over a range of shifts and ``x & y`` with either side non-negative: every value in the bound."""
+    x, y = E.Var("x", dtype), E.Var("y", dtype)
+    t = x.dtype
+    lo, hi = (0, (1 << t.bits) - 1) if dtype == "uint8" else (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1)
+    ranges = {}
+    for v, name in ((x, "x"), (y, "y")):
+        a, b = sorted(data.draw(st.lists(st.integers(lo, hi), min_size=2, max_size=2), name))
+        ranges[v] = (a, b)
+    s_lo, s_hi = sorted(data.draw(st.lists(st.integers(0, t.bits - 1), min_size=2, max_size=2), "shift"))
+    s = E.Var("s", dtype)
+    an = Analyzer()
+    for v, (a, b) in [*ranges.items(), (s, (s_lo, s_hi))]:
+        an.update(v, ConstIntBound(a, b))
+    shifted, masked = an.const_int_bound(x >> s), an.const_int_bound(x & y)
+    for _ in range(30):
+        xv, yv = (data.draw(st.integers(*ranges[v])) for v in (x, y))
+        sv = data.draw(st.integers(s_lo, s_hi))
+        assert shifted.min_value <= xv >> sv <= shifted.max_value, (ranges, (s_lo, s_hi), xv, sv, shifted)
+        assert masked.min_value <= wrap(xv & yv, t) <= masked.max_value, (ranges, xv, yv, masked)
