@@ -104,8 +104,9 @@ class ConstIntBound:
                              dtype=self._common_dtype(other))
 
     def _common_dtype(self, other: ConstIntBound) -> Optional[DataType]:
-        return self.dtype if other.dtype is None or other.dtype == self.dtype else \
-            (other.dtype if self.dtype is None else None)
+        """The one dtype the two bounds have (a bound made by hand has none), else None."""
+        dtypes = {d for d in (self.dtype, other.dtype) if d is not None}
+        return dtypes.pop() if len(dtypes) == 1 else None
 
 
 _UNBOUNDED: Interval = (-(1 << 256), 1 << 256)
