@@ -445,21 +445,20 @@ class CStyleRenderer(StatementRenderer):
         then :meth:`_flat`)."""
         return self._offset_of_terms(buf, offset_terms(buf, indices))
 
-    def _contiguous(self, buf: Any, indices: tuple[Any, ...]) -> str | None:
-        """The scalar flat start of a unit-stride vector access, else None."""
-        terms = offset_terms(buf, indices)
+    def _contiguous(self, buf: Any, terms: Sequence[OffsetTerm]) -> str | None:
+        """The scalar flat start of a unit-stride vector access (its offset ``terms``), else None."""
         ramps = [k for k, t in enumerate(terms) if t.index.dtype.lanes > 1]
         if len(ramps) != 1 or buf.dtype.lanes != 1:
             return None
         k = ramps[0]
         ramp, stride = terms[k].index, terms[k].stride
-        if not isinstance(ramp, E.Ramp) or not all(isinstance(x, E.IntImm) and x.value == 1 for x in (ramp.stride, stride)):
+        if not isinstance(ramp, E.Ramp) or not all(isinstance(x, E.IntImm) and x.value == 1
+                                                  for x in (ramp.stride, stride)):
             return None
         return self._offset_of_terms(buf, [*terms[:k], attrs.evolve(terms[k], index=ramp.base), *terms[k + 1:]])
 
-    def lane_offsets(self, buf: Any, indices: Any) -> tuple[list[str], str]:
-        """Declarations binding the lanes of a gather or scatter's ``indices``, and the offset of lane ``_l``."""
-        terms = offset_terms(buf, indices)
+    def lane_offsets(self, buf: Any, terms: Sequence[OffsetTerm]) -> tuple[list[str], str]:
+        """Declarations binding the lanes of a gather or scatter's offset ``terms``, and lane ``_l``'s offset."""
         decls, refs = self._bind([t.index for t in terms], [self._term_index(t) for t in terms], vector=True)
         return decls, self._flat(buf, refs, [t.index.dtype for t in terms], [t.stride for t in terms])
 
@@ -467,12 +466,13 @@ class CStyleRenderer(StatementRenderer):
         ptr = self.pointer(n.buffer)
         if n.dtype.lanes == 1 or n.dtype == n.buffer.dtype:
             return f"{ptr}[{self.flat_index(n.buffer, n.indices)}]"
-        start = self._contiguous(n.buffer, n.indices)
+        terms = offset_terms(n.buffer, n.indices)
+        start = self._contiguous(n.buffer, terms)
         if start is not None:
             v = self.tmp()
             size = self._vector_bytes(n.dtype, v)
             return f"({{ {self.type_name(n.dtype)} {v}; memcpy(&{v}, &{ptr}[{start}], {size}); {v}; }})"
-        decls, offset = self.lane_offsets(n.buffer, n.indices)
+        decls, offset = self.lane_offsets(n.buffer, terms)
         out = self.tmp()
         return (f"({{ {' '.join(decls)} {self.type_name(n.dtype)} {out}; for (int _l = 0; _l < {n.dtype.lanes}; "
                 f"++_l) {out}[_l] = {ptr}[{offset}]; {out}; }})")

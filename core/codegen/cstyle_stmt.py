@@ -22,7 +22,7 @@ is behind overridable hooks:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 import attrs
 
@@ -32,6 +32,7 @@ from ..ir.dtype import DataType
 from ..ir.function import GlobalVar
 from ..runtime.abi import DEVICE_TYPE_ANNOTATION
 from .cstyle_ops import CodegenError, is_simple
+from .flat_offset import OffsetTerm, offset_terms
 
 _log = logging.getLogger(__name__)
 
@@ -99,8 +100,8 @@ class StatementRenderer:
         def string_literal(self, text: str) -> str: ...
         def pointer(self, buf: Any) -> str: ...
         def flat_index(self, buf: Any, indices: Any) -> str: ...
-        def lane_offsets(self, buf: Any, indices: Any) -> tuple[list[str], str]: ...
-        def _contiguous(self, buf: Any, indices: tuple[Any, ...]) -> str | None: ...
+        def lane_offsets(self, buf: Any, terms: Sequence[OffsetTerm]) -> tuple[list[str], str]: ...
+        def _contiguous(self, buf: Any, terms: Sequence[OffsetTerm]) -> str | None: ...
         def _vector_bytes(self, t: DataType, var: str) -> str: ...
 
     # -- hooks ----------------------------------------------------------------
@@ -307,12 +308,13 @@ class StatementRenderer:
             self.emit(f"{ptr}[{self.flat_index(buf, s.indices)}] = {self.expr(s.value)};")
             return
         value, v = self.expr(s.value), self.tmp()
-        start = self._contiguous(buf, s.indices)
+        terms = offset_terms(buf, s.indices)
+        start = self._contiguous(buf, terms)
         if start is not None:
             size = self._vector_bytes(t, v)
             self.emit(f"{{ {self.type_name(t)} {v} = {value}; memcpy(&{ptr}[{start}], &{v}, {size}); }}")
             return
-        decls, offset = self.lane_offsets(buf, s.indices)
+        decls, offset = self.lane_offsets(buf, terms)
         self.emit(f"{{ {self.type_name(t)} {v} = {value}; {' '.join(decls)} for (int _l = 0; _l < {t.lanes}; ++_l) "
                   f"{ptr}[{offset}] = {v}[_l]; }}")
 

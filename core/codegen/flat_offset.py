@@ -106,6 +106,4 @@ def _merge(buf: Buffer, k: int, hi: OffsetTerm, lo: OffsetTerm) -> Optional[Offs
 
 def _is_product(stride: E.PrimExpr, m: E.PrimExpr, inner: E.PrimExpr) -> bool:
     """Whether ``stride`` is ``m * inner`` (as a compact buffer's strides are)."""
-    if isinstance(inner, E.IntImm) and inner.value == 1 and structural_equal(stride, m):
-        return True
     return Analyzer().can_prove_equal(stride, ops.mul(ops.cast(m, stride.dtype), inner))
