@@ -61,6 +61,8 @@ PHASE_1 = [
     ("InjectPrefetch", lazy_pass("inject_prefetch", "InjectPrefetch")),  # reads te tensors: before flattening
     ("StorageFlatten", lazy_pass("storage_flatten", "StorageFlatten")),
     ("CanonicalSimplify", lazy_pass("simplify", "CanonicalSimplify")),  # canonical form of the flat indices
+    # Before LoopPartition: a split's tail is still one guard, from which the ranges are exact and short.
+    ("EntryAccessChecks", lazy_pass("entry_checks", "EntryAccessChecks")),
 ]
 
 PHASE_2 = [
@@ -92,7 +94,7 @@ DEVICE_SPLIT = [
 PHASES = (PHASE_0, PHASE_1, PHASE_2, PHASE_3)
 
 #: What ``lower(..., simple_mode=True)`` leaves out (seed 003).
-SIMPLE_MODE_SKIPS = frozenset({"LoopPartition", "UnrollLoop", "MakeAPI"})
+SIMPLE_MODE_SKIPS = frozenset({"EntryAccessChecks", "LoopPartition", "UnrollLoop", "MakeAPI"})
 
 # build(), for a device target: split the kernels out, put the host code's buffers on the
 # device, then barriers and intrinsics.  Every function of the split module goes through

@@ -169,14 +169,15 @@ class HostMemoryTable:
             self._starts.remove(address)
 
     def find(self, address: int) -> tuple[int, np.ndarray] | None:
-        """``(start, array)`` of the allocation holding ``address``, else None."""
+        """``(start, array)`` of the allocation holding ``address``, else None (a zero-byte
+        allocation holds its own start: a kernel given an empty array still gets its memory)."""
         with self._lock:
             k = bisect.bisect_right(self._starts, address) - 1
             if k < 0:
                 return None
             start = self._starts[k]
             arr = self._arrays[start]
-        return (start, arr) if address < start + arr.shape[0] else None
+        return (start, arr) if address < start + arr.shape[0] or address == start else None
 
     def view(self, address: int) -> np.ndarray | None:
         """The bytes from ``address`` to the end of its allocation, else None."""

@@ -197,10 +197,11 @@ def test_dump_pass_ir_writes_each_pass_to_a_numbered_file(tmp_path):
         mod = lower(s, args)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["00_InjectPrefetch.txt", "01_StorageFlatten.txt", "02_CanonicalSimplify.txt",
-                     "03_LoopPartition.txt", "04_VectorizeLoop.txt", "05_InjectVirtualThread.txt",
-                     "06_InjectDoubleBuffer.txt", "07_StorageRewrite.txt", "08_UnrollLoop.txt", "09_Simplify.txt",
-                     "10_RemoveNoOp.txt", "11_RewriteUnsafeSelect.txt", "12_MakeAPI.txt"]
-    assert (tmp_path / "12_MakeAPI.txt").read_text().strip() == str(mod).strip()
+                     "03_EntryAccessChecks.txt", "04_LoopPartition.txt", "05_VectorizeLoop.txt",
+                     "06_InjectVirtualThread.txt", "07_InjectDoubleBuffer.txt", "08_StorageRewrite.txt",
+                     "09_UnrollLoop.txt", "10_Simplify.txt", "11_RemoveNoOp.txt", "12_RewriteUnsafeSelect.txt",
+                     "13_MakeAPI.txt"]
+    assert (tmp_path / "13_MakeAPI.txt").read_text().strip() == str(mod).strip()
 
 
 def test_lower_runs_the_pipeline_on_a_prim_func():
