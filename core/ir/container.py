@@ -81,14 +81,15 @@ def convert(value: Any) -> Any:
     """Convert a Python value to a node.
 
     int -> IntImm int32 (int64 when it does not fit), float -> FloatImm float32,
-    bool -> IntImm bool, str -> StringImm, list/tuple -> Array, dict -> Map;
+    bool -> IntImm bool, a numpy scalar -> a constant of its own dtype (as
+    :func:`loom.const`), str -> StringImm, list/tuple -> Array, dict -> Map;
     a node stays itself.  A Python callable becomes a :class:`loom.runtime.PackedFunc`
     (as TVM's ``convert`` made a ``Function``), the one value that is not a node.
     Anything else is a ``TypeError``.
 
-    >>> import loom
-    >>> str(loom.convert(1 << 40).dtype), str(loom.convert(True).dtype)
-    ('int64', 'bool')
+    >>> import loom, numpy as np
+    >>> str(loom.convert(1 << 40).dtype), str(loom.convert(True).dtype), str(loom.convert(np.uint8(1)).dtype)
+    ('int64', 'bool', 'uint8')
     >>> loom.convert(abs)
     <loom.runtime.PackedFunc abs>
     """
@@ -96,16 +97,20 @@ def convert(value: Any) -> Any:
         return value
     if hasattr(value, "as_node"):
         return value.as_node()
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        from .expr_ops import const  # expr_ops imports the containers: import on use
+
+        return const(value)
+    if isinstance(value, bool):
         return E.IntImm("bool", int(value))
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, int):
         v = int(value)
         if -(2**31) <= v < 2**31:
             return E.IntImm("int32", v)
         if -(2**63) <= v < 2**63:
             return E.IntImm("int64", v)
         raise LoomTypeError(f"integer {v} does not fit in int64")
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, float):
         return E.FloatImm("float32", float(value))
     if isinstance(value, str):
         return E.StringImm(value)

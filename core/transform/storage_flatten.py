@@ -28,11 +28,11 @@ the ``tensor_binds`` attribute.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import attrs
 
-from ..errors import IRError
+from ..errors import IRError, LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir import stmt as S
@@ -264,24 +264,49 @@ def instrument_bound_checks(stmt: S.Stmt) -> S.Stmt:
     return _Checker().visit(stmt)
 
 
-def storage_flatten(func: PrimFunc, instrument_bound_checkers: bool = False) -> PrimFunc:
-    """``func`` with tensors replaced by buffers (see the module docstring)."""
-    binds = func.attrs.get("tensor_binds")
-    binds = dict(binds.items()) if binds is not None else {}
-    for t, b in binds.items():
+def storage_flatten(node: PrimFunc | S.Stmt, binds: Optional[Mapping[Any, Buffer]] = None,
+                    cache_line_size: int = 64, instrument_bound_checkers: bool = False) -> Any:
+    """``node`` with tensors replaced by buffers (see the module docstring).
+
+    ``node`` is a PrimFunc, whose ``tensor_binds`` attribute (and ``binds``, if given) bind
+    tensors to buffers, or the statement of :func:`loom.schedule.ScheduleOps`, flattened with
+    ``binds`` and returned as a statement: TVM 0.6's ``ir_pass.StorageFlatten(stmt,
+    extern_buffer, cache_line_size)``.  ``cache_line_size`` is checked and otherwise unused
+    (Loom expands prefetches before flattening, element by element).
+
+    >>> import loom
+    >>> A = loom.placeholder((4,), name="A")
+    >>> B = loom.compute((4,), lambda i: A[i] + 1.0, name="B")
+    >>> s = loom.create_schedule(B.op)
+    >>> stmt = loom.schedule.ScheduleOps(s, loom.schedule.InferBound(s))
+    >>> Ab, Bb = loom.decl_buffer((4,), name="A"), loom.decl_buffer((4,), name="B")
+    >>> print(storage_flatten(stmt, {A: Ab, B: Bb}, 64))
+    for i in range(4):
+        B[i] = A[i] + 1.0
+    """
+    if not isinstance(cache_line_size, int) or isinstance(cache_line_size, bool) or cache_line_size <= 0:
+        raise LoomValueError(f"storage_flatten: cache_line_size must be a positive int, got {cache_line_size!r}")
+    if isinstance(node, S.Stmt):
+        func = PrimFunc([], node, attrs={"tensor_binds": dict(binds or {})})
+        return storage_flatten(func, None, cache_line_size, instrument_bound_checkers).body
+    if not isinstance(node, PrimFunc):
+        raise LoomTypeError(f"storage_flatten takes a PrimFunc or a Stmt, got {type(node).__name__}")
+    found = node.attrs.get("tensor_binds")
+    bound = {**(dict(found.items()) if found is not None else {}), **dict(binds or {})}
+    for t, b in bound.items():
         if not isinstance(b, Buffer):
             raise IRError(f"tensor_binds maps {getattr(t, 'name', t)} to a {type(b).__name__}, not a Buffer")
-    body = _Flattener(binds, _align_info(func.body)).visit(func.body)
-    if any(b.buffer_type == "auto_broadcast" for b in binds.values()):
+    body = _Flattener(bound, _align_info(node.body)).visit(node.body)
+    if any(b.buffer_type == "auto_broadcast" for b in bound.values()):
         body = broadcast_accesses(body)
     if instrument_bound_checkers:
         body = instrument_bound_checks(body)
-    attrs_ = {k: v for k, v in func.attrs.items() if k != "tensor_binds"}
-    return func.with_(body=body, attrs=attrs_)
+    attrs_ = {k: v for k, v in node.attrs.items() if k != "tensor_binds"}
+    return node.with_(body=body, attrs=attrs_)
 
 
 def _run(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
-    return storage_flatten(func, ctx.get_config("tir.instrument_bound_checkers"))
+    return storage_flatten(func, instrument_bound_checkers=ctx.get_config("tir.instrument_bound_checkers"))
 
 
 def StorageFlatten() -> Pass:  # noqa: N802 - TVM's pass-factory naming

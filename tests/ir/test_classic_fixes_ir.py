@@ -198,3 +198,16 @@ def test_make_node_ambiguous_short_key():
                                              r"'test.classic_b.Twin'\]"):
         make_node("Twin", tag="x")
     assert type(make_node("test.classic_b.Twin", tag="x")) is _TwinB
+
+
+@pytest.mark.parametrize("value", [np.bool_(1), np.uint8(1), np.uint16(1), np.uint32(1), np.uint64(1), np.int8(1),
+                                   np.int16(1), np.int32(1), np.int64(1), np.float16(1), np.float32(1), np.float64(1)])
+def test_convert_keeps_a_numpy_scalars_dtype(value):
+    """As TVM's convert did (and loom.const does): np.uint8(1) is a uint8 constant, not an int32."""
+    node = loom.convert(value)
+    assert node.dtype == str(np.array(value).dtype) and loom.const(value).dtype == node.dtype
+    assert node.value == 1
+
+
+def test_convert_keeps_pythons_defaults():
+    assert [str(loom.convert(v).dtype) for v in (1, 1 << 40, 1.0, True)] == ["int32", "int64", "float32", "bool"]

@@ -9,7 +9,7 @@ import loom
 from loom.errors import IRError
 from loom.ir import (
     Allocate, Array, AttrStmt, BufferLoad, BufferStore, For, IterVar, Map, PrimFunc, ProducerRealize,
-    ProducerStore, Range, seq,
+    ProducerLoad, ProducerStore, Range, Stmt, collect, seq,
 )
 from loom.ir.intrin import call_intrin
 from loom.te.tensor import ComputeOp, PlaceholderOp
@@ -187,3 +187,42 @@ def test_unrealized_unbound_tensor_is_an_error():
     Xb = loom.decl_buffer((N,), "int32", name="X")
     with pytest.raises(IRError, match="tensor S"):
         storage_flatten(bound_func(loop(0, N, lambda i: ProducerStore(X, S[i], [i])), {X: Xb}))
+
+
+# -- TVM 0.6's statement form: ir_pass.StorageFlatten(stmt, extern_buffer, cache_line_size) ---------
+
+def _scheduled_stmt():
+    m = loom.size_var("m")
+    A = loom.placeholder((m, 16), name="A")
+    A1 = loom.compute((m, 16), lambda i, j: A[i, j] * 2.0, name="A1")
+    A2 = loom.compute((m, 16), lambda i, j: A1[i, j] + 3.0, name="A2")
+    s = loom.create_schedule(A2.op)
+    xo, _ = s[A2].split(A2.op.axis[0], 8)
+    s[A1].compute_at(s[A2], xo)
+    s[A1].storage_align(A1.op.axis[0], 4, 1)
+    stmt = loom.schedule.ScheduleOps(s, loom.schedule.InferBound(s))
+    return stmt, A, A2
+
+
+def test_a_statement_flattens_as_the_function_with_its_binds_does():
+    stmt, A, A2 = _scheduled_stmt()
+    Ab = loom.decl_buffer(A.shape, A.dtype, name="A")
+    A2b = loom.decl_buffer(A2.shape, A2.dtype, name="A2")
+    got = storage_flatten(stmt, {A: Ab, A2: A2b}, 64)
+    want = storage_flatten(bound_func(stmt, {A: Ab, A2: A2b})).body
+    assert isinstance(got, Stmt) and loom.structural_equal(got, want)
+    allocs = collect(got, lambda n: isinstance(n, Allocate))
+    assert [a.buffer_var.name for a in allocs] == ["A1"]
+    assert not collect(got, lambda n: isinstance(n, (ProducerLoad, ProducerStore, ProducerRealize)))
+
+
+@pytest.mark.parametrize("size", [0, -64, 64.0, True, "64"])
+def test_a_bad_cache_line_size_is_refused(size):
+    stmt, A, A2 = _scheduled_stmt()
+    with pytest.raises(loom.LoomValueError, match="cache_line_size must be a positive int"):
+        storage_flatten(stmt, {}, size)
+
+
+def test_storage_flatten_refuses_what_is_neither_function_nor_statement():
+    with pytest.raises(loom.LoomTypeError, match="PrimFunc or a Stmt, got int"):
+        storage_flatten(3)
