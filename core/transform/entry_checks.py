@@ -122,6 +122,10 @@ class _Accesses:
             self.expr(c, r)
             self.expr(t, r.with_guard(c))
             self.expr(f, r.with_guard(c, holds=False))
+        elif is_op_call(e, "tir.address_of"):
+            # An address, not a read (one past the end is a fine C pointer); its index may still read
+            for x in e.args[0].indices if isinstance(e.args[0], E.BufferLoad) else e.args:
+                self.expr(x, r)
         elif isinstance(e, (E.And, E.Or)):
             self.expr(e.a, r)
             self.expr(e.b, r.copy(opaque=True))  # may be short-circuited

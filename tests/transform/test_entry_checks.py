@@ -166,3 +166,15 @@ def test_ranges_are_exact(nvars, loops, guards, index, p):
         return
     values = [_py(index, x + (0,) * (3 - nvars), p) for x in points]
     assert (_value(span[0], p), _value(span[1], p)) == (min(values), max(values))
+
+
+def test_an_address_is_not_a_read():
+    """``address_of(A[n])`` (one past the end, a valid C pointer) does not make A's accesses checked."""
+    n = loom.var("n")
+    A = loom.decl_buffer((n,), "float32", name="A")
+    i = loom.var("i")
+    body = loom.ir.For(i, 0, n, "serial", loom.ir.Evaluate(
+        loom.call_extern("int32", "consume", loom.address_of(A[i + 1]))))
+    func = loom.ir.PrimFunc([A.data], body, buffer_map={A.data: A})
+    from loom.transform.entry_checks import entry_access_checks
+    assert not collect(entry_access_checks(func), lambda x: isinstance(x, AssertStmt))
