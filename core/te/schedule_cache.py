@@ -15,6 +15,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.functor import Mutator
 from .operation import HybridOp
+from .tensor_compute import TensorComputeOp
 from .cache_relayout import relayout_cache_op
 from .schedule import Schedule, Stage
 from .schedule_group import apply_group_placements
@@ -55,6 +56,13 @@ def _replace_input(stage: Stage, old: Tensor, new: Tensor) -> bool:
     if isinstance(op, ExternOp) and any(t is old for t in op.inputs):
         inputs = tuple(new if t is old else t for t in op.inputs)
         stage.op = ExternOp(op.name, inputs, op.input_placeholders, op.output_placeholders, op.body, op.tag, op.attrs)
+        return True
+    if isinstance(op, TensorComputeOp):
+        rewire = _Rewire(old, new)
+        scalars = tuple(rewire.visit(x) for x in op.scalar_inputs)
+        if not rewire.hits and not any(t is old for t in op.inputs):
+            return False
+        stage.op = op.with_(inputs=tuple(new if t is old else t for t in op.inputs), scalar_inputs=scalars)
         return True
     if isinstance(op, HybridOp) and any(t is old for t in op.inputs):
         inputs = tuple(new if t is old else t for t in op.inputs)

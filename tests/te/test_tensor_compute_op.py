@@ -451,3 +451,23 @@ def test_schedule_errors():
     s[C].bind(C.op.reduce_axis[0], loom.thread_axis("threadIdx.x"))
     with pytest.raises(LoomValueError, match="loop k of the reduction is bound to threadIdx.x"):
         loom.lower(s, [A, B, C])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cache_read_of_an_input(kind):
+    """TVM's test_schedule_tensor_compute2 first half: inputs read through cache stages."""
+    A, B, C = vadd_program()
+    s = loom.create_schedule(C.op)
+    AL = s.cache_read(A, "local", C)
+    BL = s.cache_read(B, "local", [C])
+    assert list(C.op.inputs) == [A, B] and list(s[C].op.inputs) == [AL, BL]
+    (a, b), c = run(s, [A, B, C], kind)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def test_cache_read_names_a_reader_that_does_not_read_the_tensor():
+    A, B, C = vadd_program()
+    A2 = loom.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="A2")
+    D = loom.compute(A.shape, lambda i, j: A2[i, j] + C[i, j], name="D")
+    with pytest.raises(loom.LoomValueError, match="C does not read A2"):
+        loom.create_schedule(D.op).cache_read(A2, "local", C)
