@@ -24,16 +24,18 @@ Every expression this module builds is ``int64`` over the parameters, so an
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import attrs
 
 from ..ir import expr as E
-from ..ir.expr_ops import cast, const, floordiv, logical_and, maximum, minimum
+from ..ir.expr_ops import all as all_of
+from ..ir.expr_ops import cast, const, floordiv, maximum, minimum
 from ..ir.functor import collect
 from ._util import has_side_effect, is_op_call
 
-__all__ = ["Affine", "Group", "Region", "LANE"]
+__all__ = ["Affine", "Group", "Region", "LANE", "as_int64"]
 
 I64 = "int64"
 
@@ -41,7 +43,8 @@ I64 = "int64"
 LANE = E.Var("lane", "int32")
 
 
-def _i64(e: E.PrimExpr) -> E.PrimExpr:
+def as_int64(e: E.PrimExpr) -> E.PrimExpr:
+    """``e`` widened to int64 (the type of every expression built here)."""
     return e if e.dtype == I64 else cast(e, I64)
 
 
@@ -58,7 +61,7 @@ class Affine:
 
     @staticmethod
     def constant(e: E.PrimExpr) -> "Affine":
-        return Affine({}, _i64(e))
+        return Affine({}, as_int64(e))
 
     def plus(self, other: "Affine", sign: int = 1) -> "Affine":
         terms = dict(self.terms)
@@ -113,23 +116,23 @@ class Region:
         lo, n = self.affine(start), self.affine(extent)
         if self.opaque or lo is None or n is None or lo.terms or n.terms:
             return self.copy(opaque=True)  # bounds that use another loop's variable: not a box
-        box = dict(self.box)
-        box[id(var)] = (var, lo.rest, lo.rest + n.rest - const(1, I64))
-        return self.copy(box=box)
+        out = self.copy()
+        out.box[id(var)] = (var, lo.rest, lo.rest + n.rest - const(1, I64))
+        return out
 
     def with_let(self, var: E.Var, value: E.PrimExpr) -> "Region":
-        lets = dict(self.lets)
-        lets[id(var)] = value
-        return self.copy(lets=lets)
+        out = self.copy()
+        out.lets[id(var)] = value
+        return out
 
     def with_lanes(self, lanes: int) -> "Region":
         if lanes == self.lanes or lanes == 1:
             return self
         if self.lanes != 1:
             return self.copy(opaque=True)  # a vector of another width inside a vector
-        box = dict(self.box)
-        box[id(LANE)] = (LANE, const(0, I64), const(lanes - 1, I64))
-        return self.copy(box=box, lanes=lanes)
+        out = self.copy(lanes=lanes)
+        out.box[id(LANE)] = (LANE, const(0, I64), const(lanes - 1, I64))
+        return out
 
     def with_guard(self, cond: E.PrimExpr, holds: bool = True) -> "Region":
         """The region narrowed to where ``cond`` is ``holds``; opaque if that cannot be expressed."""
@@ -186,7 +189,7 @@ class Region:
     def _group(self, coefs: dict[int, int], lo: E.PrimExpr | None, hi: E.PrimExpr | None) -> bool:
         g = 0
         for c in coefs.values():
-            g = _gcd(g, abs(c))
+            g = math.gcd(g, c)
         first = next(iter(sorted(coefs)))
         if coefs[first] < 0:
             g = -g
@@ -289,7 +292,7 @@ class Region:
             _, vlo, vhi = self.box[k]
             conds.append(const(abs(c), I64) <= reach + const(1, I64))
             reach = reach + const(abs(c), I64) * (vhi - vlo)
-        return _all(conds)
+        return all_of(*conds)
 
     def index_range(self, index: E.PrimExpr) -> tuple[E.PrimExpr, E.PrimExpr] | None:
         """The exact least and greatest value of ``index`` over the region, or None."""
@@ -324,16 +327,3 @@ def _multiple(coefs: dict[int, int] | None, group: dict[int, int]) -> int | None
     k0 = next(iter(group))
     f, r = divmod(coefs[k0], group[k0])
     return f if r == 0 and f != 0 and all(coefs[k] == f * c for k, c in group.items()) else None
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
-
-
-def _all(conds: list[E.PrimExpr]) -> E.PrimExpr:
-    out: E.PrimExpr = const(True)
-    for c in conds:
-        out = logical_and(out, c)
-    return out

@@ -41,13 +41,15 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import Buffer
+from ..ir.expr_ops import all as all_of
 from ..ir.expr_ops import cast, const, logical_and, logical_not, logical_or
 from ..ir.function import PrimFunc
 from ..ir.functor import Mutator
 from ..ir.node import traversal_fields
 from ._util import is_op_call
 from ._util2 import is_thread_attr
-from .affine_region import I64, Region
+from .affine_region import I64, Region, as_int64
+from .make_api import signature_vars
 from .pass_base import Pass, PassContext, prim_func_pass
 
 __all__ = ["EntryAccessChecks", "entry_access_checks"]
@@ -73,7 +75,8 @@ class _Accesses:
             self.expr(s.extent, r)
             self.stmt(s.body, r.with_loop(s.loop_var, s.min, s.extent))
         elif isinstance(s, S.AttrStmt):
-            self.expr(s.value, r) if isinstance(s.value, E.PrimExpr) else None
+            if isinstance(s.value, E.PrimExpr):
+                self.expr(s.value, r)
             inner = r.with_loop(s.node.var, const(0, s.value.dtype), s.value) if is_thread_attr(s) else r
             self.stmt(s.body, inner)
         elif isinstance(s, S.IfThenElse):
@@ -150,10 +153,10 @@ class _Accesses:
             if span is None:
                 continue
             lo, hi = span
-            checks.append(logical_and(lo >= const(0, I64), hi < _i64(extent)))
+            checks.append(logical_and(lo >= const(0, I64), hi < as_int64(extent)))
         if checks:
             runs = r.runs()
-            cond = _conj(checks) if not runs else logical_or(logical_not(_conj(runs)), _conj(checks))
+            cond = all_of(*checks) if not runs else logical_or(logical_not(all_of(*runs)), all_of(*checks))
             self.found.setdefault((id(buf), kind), []).append(cond)
 
 
@@ -168,14 +171,10 @@ class _Narrow(Mutator):
         a, b = _narrowed(e.a), _narrowed(e.b)
         if a is None or b is None:
             return e
-        t = a.dtype if not isinstance(a, E.IntImm) else b.dtype
-        if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+        widened = {x.dtype for x in (a, b) if not isinstance(x, E.IntImm)}
+        if widened != {"int32"} or any(isinstance(x, E.IntImm) and not -2**31 <= x.value < 2**31 for x in (a, b)):
             return e
-        if (not isinstance(a, E.IntImm) and a.dtype != t) or (not isinstance(b, E.IntImm) and b.dtype != t):
-            return e
-        if any(isinstance(x, E.IntImm) and not -2**31 <= x.value < 2**31 for x in (a, b)) or t != "int32":
-            return e
-        return type(e)(cast(a, t), cast(b, t))
+        return type(e)(cast(a, "int32"), cast(b, "int32"))
 
 
 def _narrowed(e: E.PrimExpr) -> E.PrimExpr | None:
@@ -192,39 +191,18 @@ def _children(node: Any) -> list[Any]:
     return out
 
 
-def _i64(e: E.PrimExpr) -> E.PrimExpr:
-    return e if e.dtype == I64 else cast(e, I64)
-
-
-def _conj(conds: list[E.PrimExpr]) -> E.PrimExpr:
-    out = conds[0]
-    for c in conds[1:]:
-        out = logical_and(out, c)
-    return out
-
-
-def _params(func: PrimFunc) -> frozenset[int]:
-    """The variables whose values are known when the function starts."""
-    out = {id(p) for p in func.params}
-    for buf in func.buffer_map.values():
-        for e in (*buf.shape, *buf.strides, buf.elem_offset):
-            if isinstance(e, E.Var):
-                out.add(id(e))
-    return frozenset(out)
-
-
 def entry_access_checks(func: PrimFunc) -> S.Stmt:
     """``func.body`` behind one assertion per parameter buffer and access kind (read, write) whose
     accesses the arguments could put out of bounds; assertions the loop bounds prove are left out."""
     buffers = {id(b.data): b for b in func.buffer_map.values()}
     walker = _Accesses(buffers)
-    walker.stmt(func.body, Region(_params(func)))
+    walker.stmt(func.body, Region(frozenset(signature_vars(func)[0])))  # known when the function starts
     body = func.body
     analyzer = Analyzer()
     by_id = {id(b): b for b in func.buffer_map.values()}
     for (key, kind), conds in reversed(list(walker.found.items())):
         unique = {str(c): c for c in conds}
-        cond = analyzer.simplify(_Narrow().visit(analyzer.simplify(_conj(list(unique.values())))))
+        cond = analyzer.simplify(_Narrow().visit(analyzer.simplify(all_of(*unique.values()))))
         if isinstance(cond, E.IntImm) and cond.value:
             continue
         buf = by_id[key]

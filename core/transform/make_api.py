@@ -42,7 +42,7 @@ from ._util import is_op_call
 from ._util2 import free_vars
 from .pass_base import Pass, PassContext, prim_func_pass
 
-__all__ = ["MakeAPI", "make_api", "written_params", "declared_writes", "WRITTEN_PARAMS_ATTR"]
+__all__ = ["MakeAPI", "make_api", "written_params", "declared_writes", "signature_vars", "WRITTEN_PARAMS_ATTR"]
 
 #: ``PrimFunc.attrs`` key: the indices of the handle parameters whose memory the function may write.
 WRITTEN_PARAMS_ATTR = "loom.written_params"
@@ -123,7 +123,7 @@ def declared_writes(func: PrimFunc) -> tuple[int, ...]:
     return out
 
 
-def _signature_vars(func: PrimFunc) -> tuple[set[int], list[E.Var]]:
+def signature_vars(func: PrimFunc) -> tuple[set[int], list[E.Var]]:
     """The variables the call binds (parameters, and whole shape/stride/offset entries of parameter
     buffers, read from the arrays), and those the other entries use: ``d`` of a shape ``d * 32`` is
     checked against the array, never read from it, so something else must bind it."""
@@ -156,7 +156,7 @@ def make_api(func: PrimFunc, name: str = "main", restricted: bool = True) -> Pri
     Raises :class:`~loom.errors.LoomError` naming a variable the body uses but
     the signature does not provide.
     """
-    allowed, in_shapes = _signature_vars(func)
+    allowed, in_shapes = signature_vars(func)
     missing = list({id(v): v for v in [*free_vars(func.body), *in_shapes] if id(v) not in allowed}.values())
     if missing:
         names = ", ".join(f"{v.name} ({v.dtype})" for v in missing)
