@@ -1,22 +1,27 @@
-"""``StorageRewrite``: hoist fixed-size allocations and let dead ones' memory be reused.
+"""``StorageRewrite``: hoist allocations and let dead ones' memory be reused.
 
 The work happens per *attach scope*: the function body, the body of a thread
 (``thread_extent``/``virtual_thread``) region, and the body of a parallel,
 vectorized or thread-bound loop (each iteration or thread needs memory of its
 own, so nothing crosses those boundaries).  Inside one scope:
 
-1. every ``Allocate`` of constant size and a true condition is a candidate;
-2. the scope is cut into *units* in execution order: a loop, a conditional, a
-   store, a nested scope each count as one unit (a buffer used anywhere inside a
-   loop is live for the whole loop); a let's or an assert's header is a unit;
-3. a candidate lives from the first to the last unit that touches it.  A
-   candidate whose pointer escapes (used other than by loads, stores and
-   annotations, e.g. passed to a call or bound by a let) never shares;
-4. candidates are visited by first use; one reuses the memory of an earlier
+1. every ``Allocate`` with a true condition and a constant size is a
+   candidate; so is one whose size is an expression of variables free at the
+   scope's top, where it runs exactly once (not inside a loop or a branch);
+2. :mod:`~loom.transform.storage_liveness` finds the units (loops, branches,
+   stores...) of each candidate's first and last use, counted at the level of
+   the candidate's own ``Allocate``: a buffer allocated inside a loop body is
+   dead between its uses in two sibling inner loops.  A candidate whose pointer
+   escapes (used other than by loads, stores and annotations, e.g. passed to a
+   call or bound by a let) never shares;
+3. candidates are visited by first use; one takes the memory of an earlier
    candidate of the same dtype and storage scope whose life ended before it
-   begins (the best fitting one), taking over its data var; the memory grows to
-   the largest occupant;
-5. candidates are removed where they stood and allocated at the top of the
+   begins (the best fitting one), or whose life ends in the very unit that
+   first writes it when :mod:`~loom.transform.storage_inplace` proves the write
+   elementwise (``B[i] = A[i] + 1`` produces ``B`` in ``A``'s memory).  The
+   memory grows to the largest occupant (``max`` of symbolic sizes) and keeps
+   the occupants' extents when they all agree;
+4. candidates are removed where they stood and allocated at the top of the
    scope, which also hoists them out of serial loops.
 
 Reused memory starts with its previous occupant's values instead of garbage; a
@@ -41,158 +46,117 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import attrs
 
+from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.expr_ops import const
-from ..ir.functor import Mutator, Visitor
+from ..ir.expr_ops import const, maximum
+from ..ir.functor import Mutator
+from ..ir.structural import structural_equal
 from ._util import body_pass
-from ._util2 import const_product, is_thread_attr
 from .pass_base import Pass
+from .storage_inplace import writes_in_place
+from .storage_liveness import Candidate, Liveness, opens_scope
 
 __all__ = ["StorageRewrite", "storage_rewrite"]
-
-_OWN_MEMORY_LOOPS = ("parallel", "vectorized", "thread_binding")
-
-
-def _is_scope(s: Any) -> bool:
-    """Whether ``s`` opens an attach scope (its body is planned on its own)."""
-    return is_thread_attr(s) or (isinstance(s, S.For) and s.kind.value in _OWN_MEMORY_LOOPS)
-
-
-@attrs.define
-class _Candidate:
-    alloc: S.Allocate
-    size: int
-    first: int = -1
-    last: int = -1
-    escapes: bool = False
 
 
 @attrs.define
 class _Storage:
     var: E.Var
-    members: list[_Candidate]
-    size: int
-    free_after: int
+    members: list[Candidate]  # in order of use, their lives disjoint
+    size: Union[int, E.PrimExpr]
+
+    @property
+    def dtype(self) -> Any:
+        return self.members[0].alloc.dtype
+
+    def takes(self, c: Candidate) -> str | None:
+        """How ``c`` may join: ``"in place"``, ``"after"`` (the last member is dead) or None."""
+        m, last = self.members[0].alloc, self.members[-1]
+        if (m.scope != c.alloc.scope or not last.used or any(x.escapes for x in self.members)
+                or last.home != c.home or _in_units(c, self.dtype) is None):
+            return None
+        if last.dead_before(c.first):  # type: ignore[arg-type]
+            return "after"
+        if last.last is c.first and c.first.stmt is not None and writes_in_place(  # type: ignore[union-attr]
+                c.first.stmt, last.alloc.buffer_var, c.alloc.buffer_var):  # type: ignore[union-attr]
+            return "in place"
+        return None
+
+    def add(self, c: Candidate) -> None:
+        self.members.append(c)
+        size = _in_units(c, self.dtype)
+        assert size is not None
+        if isinstance(self.size, int) and isinstance(size, int):
+            self.size = max(self.size, size)
+        elif not structural_equal(self.size, size):
+            self.size = _max_size(self.size, size)
 
 
-class _Liveness(Visitor):
-    """Collects one scope's candidates and the units that touch them."""
+def _in_units(c: Candidate, dtype: Any) -> Union[int, E.PrimExpr, None]:
+    """``c``'s size in elements of ``dtype``, or None where it cannot live in memory of that dtype.
 
-    def __init__(self) -> None:
-        self.cands: dict[int, _Candidate] = {}
-        self.unsafe: set[int] = set()  # allocated twice, or shadowed
-        self.counter = 0
-        self.unit: int | None = None  # the unit being visited (None: between units)
-        self.nested = 0  # depth inside nested attach scopes (planned on their own)
-
-    # -- touches --------------------------------------------------------------
-    def _touch(self, var: E.Var, escape: bool) -> None:
-        c = self.cands.get(id(var))
-        if c is not None and self.unit is not None:
-            c.first = self.unit if c.first < 0 else c.first
-            c.last = max(c.last, self.unit)
-            c.escapes |= escape
-
-    def visit_Var(self, v: E.Var) -> None:
-        self._touch(v, escape=True)
-
-    def visit_Buffer(self, b: Any) -> None:
-        self._touch(b.data, escape=False)
-        for e in (*b.shape, *b.strides, b.elem_offset):
-            self.visit(e)
-
-    def visit_AttrStmt(self, s: S.AttrStmt) -> None:
-        if isinstance(s.node, E.Var):
-            self._in_unit(lambda: self._touch(s.node, escape=False))
-        if is_thread_attr(s):
-            self._in_unit(lambda: self._nested(s))
-        else:
-            self._header_then_body((s.value,), s.body)
-
-    def visit_For(self, s: S.For) -> None:
-        self._in_unit(lambda: self._nested(s) if _is_scope(s) else Visitor.generic_visit(self, s))
-
-    def _nested(self, s: S.Stmt) -> None:
-        self.nested += 1
-        Visitor.generic_visit(self, s)
-        self.nested -= 1
-
-    # -- units ----------------------------------------------------------------
-    def _in_unit(self, fn: Any) -> None:
-        if self.unit is not None:
-            fn()
-            return
-        self.unit = self.counter
-        self.counter += 1
-        fn()
-        self.unit = None
-
-    def generic_visit(self, node: Any) -> None:
-        if isinstance(node, S.Stmt) and self.unit is None:
-            self._in_unit(lambda: Visitor.generic_visit(self, node))
-        else:
-            Visitor.generic_visit(self, node)
-
-    def visit_SeqStmt(self, s: S.SeqStmt) -> None:
-        for x in s.seq:
-            self.visit(x)
-
-    def _header_then_body(self, headers: tuple[Any, ...], body: S.Stmt) -> None:
-        if self.unit is not None:
-            for h in headers:
-                self.visit(h)
-            self.visit(body)
-            return
-        self._in_unit(lambda: [self.visit(h) for h in headers])
-        self.visit(body)
-
-    def visit_LetStmt(self, s: S.LetStmt) -> None:
-        self._header_then_body((s.value,), s.body)
-
-    def visit_AssertStmt(self, s: S.AssertStmt) -> None:
-        self._header_then_body((s.condition, s.message), s.body)
-
-    def visit_Allocate(self, s: S.Allocate) -> None:
-        key = id(s.buffer_var)
-        if key in self.cands or key in self.unsafe:
-            self.cands.pop(key, None)
-            self.unsafe.add(key)
-        else:
-            size = const_product(s.extents)
-            if not self.nested and size is not None and isinstance(s.condition, E.IntImm) and s.condition.value:
-                self.cands[key] = _Candidate(s, size)
-        self._header_then_body((*s.extents, s.condition), s.body)
+    Another dtype shares by bytes, for constant sizes of whole-byte elements, and not in
+    ``local`` memory (registers on a GPU, which a reinterpreting pointer would spill)."""
+    t = c.alloc.dtype
+    if t == dtype:
+        return c.size
+    scope = c.alloc.scope
+    if (not isinstance(c.size, int) or scope in ("local", "warp")
+            or any(x.bits % 8 or x.is_bool or x.is_handle for x in (t, dtype))):
+        return None
+    unit = dtype.bits * dtype.lanes // 8
+    return -(-c.size * (t.bits * t.lanes // 8) // unit)
 
 
-def _plan(cands: list[_Candidate]) -> list[_Storage]:
+def _max_size(a: Union[int, E.PrimExpr], b: Union[int, E.PrimExpr]) -> E.PrimExpr:
+    dtype = (b if isinstance(a, int) else a).dtype  # type: ignore[union-attr]
+    wrap = lambda x: const(x, dtype) if isinstance(x, int) else x  # noqa: E731
+    return Analyzer().simplify(maximum(wrap(a), wrap(b)))
+
+
+def _order(c: Candidate) -> tuple[int, int]:
+    return (c.first.begin, c.last.end) if c.first is not None and c.last is not None else (-1, -1)
+
+
+def _plan(cands: list[Candidate]) -> list[_Storage]:
     storages: list[_Storage] = []
-    for c in sorted(cands, key=lambda c: (c.first, c.last)):
+    for c in sorted(cands, key=_order):
         best = None
-        if not c.escapes and c.first >= 0:
-            for st in storages:
-                m = st.members[0].alloc
-                if (m.dtype != c.alloc.dtype or m.scope != c.alloc.scope or st.free_after < 0
-                        or st.free_after >= c.first or any(x.escapes for x in st.members)):
-                    continue
-                if best is None or _fit(st, c) < _fit(best, c):
-                    best = st
+        if not c.escapes and c.used:
+            ways = [(st, st.takes(c)) for st in storages]
+            in_place = [st for st, how in ways if how == "in place"]
+            after = [st for st, how in ways if how == "after"]
+            best = in_place[0] if in_place else min(after, key=lambda st: _fit(st, c), default=None)
         if best is None:
-            storages.append(_Storage(c.alloc.buffer_var, [c], c.size, c.last))
+            storages.append(_Storage(c.alloc.buffer_var, [c], c.size))
         else:
-            best.members.append(c)
-            best.size = max(best.size, c.size)
-            best.free_after = c.last
+            best.add(c)
     return storages
 
 
-def _fit(st: _Storage, c: _Candidate) -> tuple[int, int]:
-    """Prefer storage already big enough (the smallest such), else the biggest."""
-    return (0, st.size) if st.size >= c.size else (1, -st.size)
+def _fit(st: _Storage, c: Candidate) -> tuple[int, int, Any]:
+    """Prefer storage already big enough (the smallest such), else the biggest; of symbolic sizes, an equal one.
+    Storage of the candidate's own dtype first."""
+    size = _in_units(c, st.dtype)
+    other = int(st.dtype != c.alloc.dtype)
+    if isinstance(st.size, int) and isinstance(size, int):
+        return (0, other, st.size) if st.size >= size else (1, other, -st.size)
+    return (0, other, 0) if structural_equal(st.size, size) else (2, other, 0)
+
+
+def _extents(st: _Storage) -> tuple[E.PrimExpr, ...]:
+    first = st.members[0].alloc
+    if all(c.alloc.dtype == first.dtype and len(c.alloc.extents) == len(first.extents) and all(
+            structural_equal(a, b) for a, b in zip(c.alloc.extents, first.extents)) for c in st.members):
+        return tuple(first.extents)
+    if isinstance(st.size, int):
+        return (const(st.size, "int32" if st.size < 2**31 else "int64"),)
+    return (st.size,)
 
 
 class _Remove(Mutator):
@@ -215,9 +179,7 @@ class _Remove(Mutator):
 
 
 def _rewrite_scope(body: S.Stmt) -> S.Stmt:
-    live = _Liveness()
-    live.visit(body)
-    cands = [c for k, c in live.cands.items() if k not in live.unsafe]
+    cands = Liveness.of(body)
     if not cands:
         return body
     storages = _plan(cands)
@@ -225,8 +187,7 @@ def _rewrite_scope(body: S.Stmt) -> S.Stmt:
     out = _Remove({id(c.alloc) for c in cands}, vmap).visit(body)
     for st in reversed(storages):
         first = st.members[0].alloc
-        extents = first.extents if len(st.members) == 1 else (const(st.size, "int32"),)
-        out = S.Allocate(st.var, first.dtype, extents, first.condition, out, first.scope, first.annotations)
+        out = S.Allocate(st.var, first.dtype, _extents(st), first.condition, out, first.scope, first.annotations)
     return out
 
 
@@ -235,11 +196,11 @@ class _Scopes(Mutator):
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
         out = self.generic_visit(s)
-        return out.with_(body=_rewrite_scope(out.body)) if is_thread_attr(out) else out
+        return out.with_(body=_rewrite_scope(out.body)) if opens_scope(out) else out
 
     def visit_For(self, s: S.For) -> S.Stmt:
         out = self.generic_visit(s)
-        return out.with_(body=_rewrite_scope(out.body)) if _is_scope(out) else out
+        return out.with_(body=_rewrite_scope(out.body)) if opens_scope(out) else out
 
 
 def storage_rewrite(stmt: S.Stmt) -> S.Stmt:

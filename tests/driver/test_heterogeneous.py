@@ -260,6 +260,22 @@ def _twice_plus(p: object, o: object) -> object:
     return lambda i: p[i] * 2.0 + o[i]
 
 
+def test_elementwise_chain_across_devices_keeps_a_buffer_per_home(ext: object) -> None:
+    """T1 = f(T0) on ext_dev is elementwise, and T0 dies there: still T1 gets memory of its own,
+    since T0 lives on the CPU (StorageRewrite shares memory only between buffers of one home)."""
+    A = loom.placeholder((N,), "float32", name="A")
+    T0 = loom.compute((N,), lambda i: A[i] * 3.0, name="T0")
+    T1 = loom.compute((N,), lambda i: T0[i] * 2.0 + 1.0, name="T1")
+    T2 = loom.compute((N,), lambda i: T1[i] - A[i], name="T2")
+    s = loom.create_schedule(T2.op)
+    bind_root(s, T1)
+    s[T1].on_device("ext_dev")
+    f = loom.build(s, [A, T2], target=["llvm", "ext_dev"])
+    a, out = np.arange(N, dtype="float32"), np.zeros(N, "float32")
+    f(a, out)
+    np.testing.assert_allclose(out, a * 6.0 + 1.0 - a)
+
+
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 10)), min_size=1, max_size=5))
 def test_random_placements_copy_exactly_what_a_reader_lacks(ext: object, stages: list[tuple[bool, int]]) -> None:

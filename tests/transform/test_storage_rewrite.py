@@ -64,16 +64,32 @@ def test_siblings_share_memory():
 
 
 def test_dead_buffer_in_a_chain_is_reused():
-    """T1 dies when T2 is produced, so T3 (nested inside both) takes T1's memory."""
+    """T2 is written in place over T1 (T1[i] is read just before T2[i] is written); T3 has
+    another shape, so it gets memory of its own."""
     T1, T2, T3 = temp("T1"), temp("T2"), temp("T3", 6)
     body = alloc(T1, seq(copy_loop(T1, A),
                          alloc(T2, seq(copy_loop(T2, T1),
                                        alloc(T3, seq(copy_loop(T3, T2), copy_loop(Y, T3)), 6)))))
     after = storage_rewrite(body)
     found = allocs(after)
+    assert sorted(a.buffer_var.name for a in found) == ["T1", "T3"]
+    stores = collect(after, lambda x: isinstance(x, BufferStore) and x.buffer.name == "T2")
+    assert stores and all(st.buffer.data is T1.data for st in stores)
+    assert_same(func(body), func(after))
+
+
+def test_memory_grows_to_its_largest_occupant():
+    """T1 is dead before T3 is first written, so T3 takes T1's memory, grown to 6."""
+    T1, T2, T3 = temp("T1"), temp("T2"), temp("T3", 6)
+    i = loom.var("i")
+    reverse = For(i, 0, 4, "serial", BufferStore(T2, T1[3 - i] * 2.0, [i]))  # not elementwise: no in place
+    body = alloc(T1, seq(copy_loop(T1, A),
+                         alloc(T2, seq(reverse, alloc(T3, seq(copy_loop(T3, T2), copy_loop(Y, T3)), 6)))))
+    after = storage_rewrite(body)
+    found = allocs(after)
     assert len(found) == 2
     merged = next(a for a in found if a.buffer_var is T1.data)
-    assert [int(e) for e in merged.extents] == [6]  # grown to the larger occupant
+    assert [int(e) for e in merged.extents] == [6]
     assert_same(func(body), func(after))
 
 
@@ -87,13 +103,39 @@ def test_overlapping_lifetimes_do_not_share():
     assert_same(func(body), func(after))
 
 
-@pytest.mark.parametrize("other", [dict(dtype="int32"), dict(scope="shared")])
-def test_different_dtype_or_scope_do_not_share(other):
-    T1, T2 = temp("T1"), temp("T2", **other)
+@pytest.mark.parametrize("other", [dict(scope="shared"), dict(dtype="int32", scope="local")])
+def test_different_scope_or_dtype_in_local_memory_do_not_share(other):
+    T1, T2 = temp("T1", scope=other["scope"] if "dtype" in other else "global"), temp("T2", **other)
     i = loom.var("i")
     second = For(i, 0, 4, "serial", BufferStore(T2, loom.const(1, T2.dtype), [i]))
     body = seq(alloc(T1, seq(copy_loop(T1, A), copy_loop(Y, T1))), alloc(T2, second))
     assert len(allocs(storage_rewrite(body))) == 2
+
+
+@pytest.mark.parametrize("target", ["interp", "llvm", "c"])
+def test_other_dtypes_share_by_bytes(target):
+    """float32 memory of 4 elements holds 6 int16 (12 bytes); 20 int8 grow it to 5 elements."""
+    T1, T2, T3 = temp("T1"), temp("T2", 6, "int16"), temp("T3", 20, "int8")
+    i, j, k, l, p, q = (loom.var(v) for v in "ijklpq")
+    body = seq(
+        alloc(T1, seq(For(i, 0, 4, "serial", BufferStore(T1, A[i] * 2.0, [i])),
+                      For(j, 0, 4, "serial", BufferStore(Y, T1[3 - j], [j])))),
+        alloc(T2, seq(For(k, 0, 6, "serial", BufferStore(T2, loom.cast(A[k], "int16") * 3, [k])),
+                      For(l, 0, 6, "serial", BufferStore(Y, loom.cast(T2[5 - l], "float32"), [l + 4])))),
+        alloc(T3, seq(For(p, 0, 6, "serial", BufferStore(T3, loom.cast(A[p], "int8") - 1, [p + 14])),
+                      For(q, 0, 6, "serial", BufferStore(Y, loom.cast(T3[19 - q], "float32"), [q + 10])))))
+    after = storage_rewrite(body)
+    (merged,) = allocs(after)
+    assert merged.dtype == "float32" and [int(e) for e in merged.extents] == [5]
+    a = np.arange(16, dtype="float32")
+    want = np.zeros(16, "float32")
+    evaluate(func(body), a, want)
+    np.testing.assert_array_equal(want[:16], np.concatenate([a[3::-1] * 2, a[5::-1] * 3, a[5::-1] - 1]))
+    f = loom.build(PrimFunc([A.data, Y.data], after, buffer_map={A.data: A, Y.data: Y},
+                            attrs={"global_symbol": "f"}), target=target)
+    got = np.zeros(16, "float32")
+    f(a, got)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_allocation_is_hoisted_out_of_a_serial_loop():
@@ -132,12 +174,33 @@ def test_escaping_pointer_is_never_shared():
     assert len(allocs(storage_rewrite(body))) == 2
 
 
-def test_symbolic_allocation_stays_in_place():
+def test_symbolic_allocation_inside_a_loop_stays_in_place():
+    """Hoisting it out of the loop would allocate even when the loop runs no iteration."""
     n = loom.var("n")
     T = loom.decl_buffer((n,), "float32", name="T")
     o = loom.var("o")
     body = For(o, 0, 2, "serial", Allocate(T.data, "float32", [n], True, BufferStore(T, A[0], [0])))
     assert storage_rewrite(body) is body
+
+
+def test_symbolic_allocations_share_memory():
+    """Two allocations of n floats at the top of the scope, one dead before the other starts."""
+    n = loom.var("n")
+    T1, T2 = loom.decl_buffer((n,), "float32", name="T1"), loom.decl_buffer((n * 2,), "float32", name="T2")
+    i, j, k = loom.var("i"), loom.var("j"), loom.var("k")
+    body = seq(Allocate(T1.data, "float32", [n], True, seq(
+                   For(i, 0, n, "serial", BufferStore(T1, A[i], [i])),
+                   For(j, 0, n, "serial", BufferStore(Y, T1[n - 1 - j], [j])))),
+               Allocate(T2.data, "float32", [n * 2], True,
+                        For(k, 0, n, "serial", BufferStore(T2, A[k] * 2.0, [k + n]))))
+    after = storage_rewrite(body)
+    (merged,) = allocs(after)
+    assert str(merged.extents[0]) == "max(n, n * 2)"  # n is free: it may be negative
+    f = lambda b: PrimFunc([A.data, Y.data, n], b, buffer_map={A.data: A, Y.data: Y})  # noqa: E731
+    a, y1, y2 = np.arange(16, dtype="float32"), np.zeros(16, "float32"), np.zeros(16, "float32")
+    evaluate(f(body), a, y1, 5)
+    evaluate(f(after), a, y2, 5)
+    np.testing.assert_array_equal(y1, y2)
 
 
 @pytest.mark.parametrize("seed", range(60))
