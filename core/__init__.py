@@ -33,6 +33,7 @@ from .ir.serialize import load_json, save_json
 from .ir.verify import is_well_formed, verify_well_formed
 from .te import create_schedule, comm_reducer, compute, extern, max, min, placeholder, reduce_axis, scan, sum, thread_axis  # noqa: A004
 from .te import decl_tensor_intrin, tag_scope
+from .te.data_layout import bijective_layout, layout
 from . import envvars, ir, arith, plugins, runtime, target, te, testing, transform, driver, hybrid, schedule, ir_builder
 from . import language
 from .jit import jit
@@ -59,6 +60,7 @@ __all__ = [
     "structural_equal", "structural_hash", "assert_structural_equal", "save_json", "load_json",
     "verify_well_formed", "is_well_formed",
     "create_schedule", "placeholder", "compute", "extern", "scan", "decl_tensor_intrin", "tag_scope", "thread_axis", "reduce_axis", "comm_reducer", "sum", "max", "min",
+    "layout", "bijective_layout",
     "lower", "build", "build_config", "nd",
     "ir", "arith", "schedule", "ir_builder", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
     "cpu", "cuda", "device", "context", "gpu", "logconfig", "jit", "language", "tune", "autotune",
