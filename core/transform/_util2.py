@@ -12,7 +12,7 @@ from ..ir.expr_ops import const
 from ..ir.functor import Visitor
 
 __all__ = [
-    "THREAD_ATTRS", "is_thread_attr", "free_vars", "const_product", "add_leading_dim",
+    "THREAD_ATTRS", "is_thread_attr", "free_vars", "const_product", "extent_product", "add_leading_dim",
 ]
 
 #: AttrStmt keys whose IterVar node binds its var over ``range(value)`` in the body.
@@ -94,6 +94,14 @@ def const_product(extents: Iterable[Any]) -> int | None:
         if not isinstance(e, E.IntImm):
             return None
         out *= e.value
+    return out
+
+
+def extent_product(extents: Iterable[E.PrimExpr]) -> E.PrimExpr:
+    """The product of ``extents`` as an int64 expression (an element count that cannot wrap in int32)."""
+    out: E.PrimExpr = const(1, "int64")
+    for e in extents:
+        out = out * (e if e.dtype == "int64" else E.Cast("int64", e))
     return out
 
 

@@ -42,7 +42,8 @@ from ..ir.function import GlobalVar, IRModule, PrimFunc
 from ..ir.functor import Mutator, Visitor, post_order_visit
 from ..runtime.abi import (ARG_DEVICES_ATTR, DEVICE_COPY_FUNCTION, DEVICE_ID_ANNOTATION, DEVICE_TYPE_ANNOTATION)
 from ..target.devices import device_type_name
-from ._util2 import free_vars
+from ._util2 import extent_product, free_vars
+from .affine_region import as_int64
 from .pass_base import Pass, PassContext, module_pass
 
 __all__ = ["SplitDevices", "DEVICE_SCOPE", "PARAM_DEVICES_ATTR", "REGION_ATTR", "PLAN_ATTR", "describe_device",
@@ -175,17 +176,6 @@ def _bytes(dtype: Any) -> int:
     return max(1, (dtype.bits + 7) // 8) * dtype.lanes
 
 
-def _int64(x: E.PrimExpr) -> E.PrimExpr:
-    return x if x.dtype == "int64" else E.Cast("int64", x)
-
-
-def _product(xs: Any) -> E.PrimExpr:
-    out: E.PrimExpr = const(1, "int64")
-    for x in xs:
-        out = out * _int64(x)
-    return out
-
-
 class _Splitter:
     def __init__(self, name: str, func: PrimFunc) -> None:
         self.name, self.func = name, func
@@ -225,7 +215,7 @@ class _Splitter:
         """``(elements, element offset, dtype)`` of pointer ``v``'s buffer: what a copy moves, from where."""
         alloc = self.allocations.get(id(v))
         if alloc is not None:
-            return _product(alloc.extents), const(0, "int64"), alloc.dtype
+            return extent_product(alloc.extents), const(0, "int64"), alloc.dtype
         buf = self.func.buffer_map.get(v)
         if buf is None:
             raise LoomError(f"{self.name}: argument {v.name} is a pointer without a buffer; only buffer arguments "
@@ -233,7 +223,7 @@ class _Splitter:
         if buf.strides:
             raise LoomError(f"{self.name}: argument {buf.name} has explicit strides; an argument that is copied "
                             "between devices must be a compact buffer")
-        return _product(buf.shape), _int64(buf.elem_offset), buf.dtype
+        return extent_product(buf.shape), as_int64(buf.elem_offset), buf.dtype
 
     def copy(self, v: E.Var, src: Device, dst: Device) -> S.Stmt:
         count, offset, dtype = self.extent(v)

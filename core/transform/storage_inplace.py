@@ -70,7 +70,8 @@ def writes_in_place(unit: S.Stmt, src: E.Var, dst: E.Var) -> bool:
 def _reads_own_element(store: S.BufferStore, src: E.Var) -> bool:
     """Whether the store's value reads ``src`` only at the element it writes."""
     in_value = collect(store.value, lambda n: isinstance(n, E.BufferLoad) and n.buffer.data is src)
-    if not all(_same_layout(ld.buffer, store.buffer) and _same(ld.indices, store.indices) for ld in in_value):
+    if not all(_same_layout(ld.buffer, store.buffer) and structural_equal(tuple(ld.indices), tuple(store.indices))
+               for ld in in_value):
         return False
     index_vars = {id(v) for ix in store.indices for v in collect(ix, lambda n: isinstance(n, E.Var))}
     return not any(id(let.var) in index_vars for let in collect(store.value, lambda n: isinstance(n, E.Let)))
@@ -114,12 +115,9 @@ def _find_stores(s: Any, dst: E.Var, region: Region, out: list[tuple[S.BufferSto
     # Evaluate: no store (an extern call writing dst makes dst escape, and escaping buffers never share)
 
 
-def _same(a: tuple[E.PrimExpr, ...], b: tuple[E.PrimExpr, ...]) -> bool:
-    return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b))
-
-
 def _same_layout(a: Any, b: Any) -> bool:
-    return (a.dtype == b.dtype and _same(a.shape, b.shape) and _same(a.effective_strides(), b.effective_strides())
+    return (a.dtype == b.dtype and structural_equal(tuple(a.shape), tuple(b.shape))
+            and structural_equal(tuple(a.effective_strides()), tuple(b.effective_strides()))
             and structural_equal(a.elem_offset, b.elem_offset))
 
 

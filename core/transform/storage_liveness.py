@@ -33,10 +33,11 @@ from typing import Any, Callable, Optional, Union
 
 import attrs
 
+from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor, collect
-from ._util2 import const_product, free_vars, is_thread_attr
+from ._util2 import const_product, extent_product, free_vars, is_thread_attr
 from .split_devices import DEVICE_SCOPE
 
 __all__ = ["Unit", "Candidate", "Liveness", "OWN_MEMORY_LOOPS", "opens_scope"]
@@ -200,9 +201,4 @@ class Liveness(Visitor):
         used = [v for e in s.extents for v in collect(e, lambda n: isinstance(n, E.Var))]
         if self.chain or not all(id(v) in self.scope_free for v in used):
             return None
-        if len({e.dtype for e in s.extents}) != 1:
-            return None
-        out: E.PrimExpr = s.extents[0]
-        for e in s.extents[1:]:
-            out = out * e
-        return out
+        return Analyzer().simplify(extent_product(s.extents))
