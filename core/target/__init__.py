@@ -5,6 +5,8 @@
 * :class:`Device` (``cpu(0)``, ``cuda(1)``, ``device("cuda", 0)``) with DLPack
   device type numbers.
 * :class:`VirtualDevice` and :class:`CompilationConfig` for heterogeneous builds.
+* :class:`MemoryInfo`, which a backend registers for a special memory (a tagged
+  storage scope such as ``"local.L0A"``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from .kind import (
 from .target import Target, TargetLike
 from .generic_dispatch import GenericFunc, create, current_target, generic_func
 from .virtual_device import VirtualDevice
+from .memory_info import MemoryInfo, memory_info, special_memory
 
 __all__ = [
+    "MemoryInfo", "memory_info", "special_memory",
     "Target", "TargetLike", "GenericFunc", "generic_func", "create", "current_target", "TargetKind", "AttrSpec", "list_kinds", "get_kind", "find_kind",
     "register_target_kind", "unregister_target_kind", "reset_kind_cache", "override_kinds",
     "VirtualDevice", "CompilationConfig", "FALLBACK_DEVICE_TYPE_KEY",

@@ -33,6 +33,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.functor import Visitor
 from ..ir.producer import ProducerLoad
+from ..target.memory_info import base_scope
 from .graph import attach_paths, bind_map, consumer_graph, inline_bodies, read_graph
 from ..arith.int_set import IntervalSet, cover_range, eval_set, union
 from .relations import Fuse, Rebase, Split, pass_down_domain
@@ -54,8 +55,10 @@ def thread_rank(tag: str) -> int:
 
 
 def storage_rank(scope: str) -> int:
-    """0 global, 1 shared, 2 warp, 3 local; unknown scopes count as global."""
-    return _STORAGE_RANKS.get(scope.split(".")[0], 0)
+    """0 global, 1 shared, 2 warp, 3 local, by the base a scope starts with (a tagged scope such
+    as ``"local.L0A"`` or ``"local_acc"`` has its base's rank); unknown scopes count as global."""
+    base = base_scope(scope)
+    return _STORAGE_RANKS[base] if base is not None else 0
 
 
 class InferBoundResult(dict):

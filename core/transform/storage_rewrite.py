@@ -53,6 +53,7 @@ import attrs
 from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.buffer import Buffer
 from ..ir.expr_ops import const, maximum
 from ..ir.functor import Mutator
 from ..ir.structural import structural_equal
@@ -60,6 +61,7 @@ from ._util import body_pass
 from .pass_base import Pass
 from .storage_inplace import writes_in_place
 from .storage_liveness import Candidate, Liveness, opens_scope
+from .storage_pack import pack_special_memory
 
 __all__ = ["StorageRewrite", "storage_rewrite"]
 
@@ -162,11 +164,23 @@ def _extents(st: _Storage) -> tuple[E.PrimExpr, ...]:
 class _Remove(Mutator):
     """Drops the planned Allocates (their bodies stay) and renames merged data vars."""
 
-    def __init__(self, removed: set[int], vmap: dict[E.Var, E.Var]) -> None:
-        self.removed, self.vmap = removed, vmap
+    def __init__(self, removed: set[int], vmap: dict[E.Var, E.Var], offsets: dict[E.Var, int]) -> None:
+        self.removed, self.vmap, self.offsets = removed, vmap, offsets
+        self.moved_buffers: dict[int, Buffer] = {}
 
     def visit_Var(self, v: E.Var) -> E.Var:
         return self.vmap.get(v, v)
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        """A buffer packed at an offset into a special memory reads and writes from there on."""
+        bits = self.offsets.get(b.data)
+        if bits is None:
+            return self.generic_visit(b)
+        if id(b) not in self.moved_buffers:
+            out = self.generic_visit(b)
+            shift = const(bits // (b.dtype.bits * b.dtype.lanes), out.elem_offset.dtype)
+            self.moved_buffers[id(b)] = out.with_(elem_offset=Analyzer().simplify(out.elem_offset + shift))
+        return self.moved_buffers[id(b)]
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         parts = [self.visit(x) for x in s.seq]
@@ -183,11 +197,24 @@ def _rewrite_scope(body: S.Stmt) -> S.Stmt:
     if not cands:
         return body
     storages = _plan(cands)
-    vmap = {c.alloc.buffer_var: st.var for st in storages for c in st.members if c.alloc.buffer_var is not st.var}
-    out = _Remove({id(c.alloc) for c in cands}, vmap).visit(body)
+    packing = pack_special_memory(storages)
+    vmap: dict[E.Var, E.Var] = {}
+    offsets: dict[E.Var, int] = {}  # bits into the packed allocation
+    for st in storages:
+        head, bits = packing.moved.get(id(st), (st, 0))
+        for c in st.members:
+            if c.alloc.buffer_var is not head.var:
+                vmap[c.alloc.buffer_var] = head.var
+            if bits:
+                offsets[c.alloc.buffer_var] = bits
+    out = _Remove({id(c.alloc) for c in cands}, vmap, offsets).visit(body)
     for st in reversed(storages):
+        if id(st) in packing.moved:
+            continue
         first = st.members[0].alloc
-        out = S.Allocate(st.var, first.dtype, _extents(st), first.condition, out, first.scope, first.annotations)
+        total = packing.totals.get(id(st))
+        extents = _extents(st) if total is None else (const(total, "int32" if total < 2**31 else "int64"),)
+        out = S.Allocate(st.var, first.dtype, extents, first.condition, out, first.scope, first.annotations)
     return out
 
 

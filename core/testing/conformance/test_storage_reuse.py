@@ -92,3 +92,30 @@ def test_stages_computed_at_an_outer_loop(kind_under_test: KindUnderTest) -> Non
     s1 = (a * 2.0)[:, ::-1] + 1.0
     r2 = s1 * s1[:, ::-1]
     np.testing.assert_allclose(got, r2[:, ::-1] - a, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("scope", ["global:pk", "local.pk"])
+def test_stages_packed_into_a_special_memory(kind_under_test: KindUnderTest, scope) -> None:
+    """Stages of three dtypes in one tagged scope: packed into one allocation at offsets."""
+    kind = kind_under_test
+    if kind.on_device and scope.startswith("local"):
+        pytest.skip("local memory of a stage bound to threads at the root: each kernel would see its own")
+    A = loom.placeholder((6, 37), name="A")
+    T0 = loom.compute((6, 37), lambda i, j: A[i, j] + 1.0, name="T0")
+    T1 = loom.compute((6, 37), lambda i, j: (T0[i, j] * 4.0).astype("int16"), name="T1")
+    T2 = loom.compute((6, 37), lambda i, j: T0[i, 36 - j].astype("float64") - T1[i, j].astype("float64"), name="T2")
+    Out = loom.compute((6, 37), lambda i, j: T2[i, j].astype("float32") + T1[i, 36 - j].astype("float32"), name="Out")
+    s = loom.create_schedule(Out.op)
+    for T in (T0, T1, T2):
+        s[T].set_scope(scope)
+        if kind.on_device:
+            bind_root(s, T)
+    if kind.on_device:
+        bind_root(s, Out)
+    f = kind.build(s, [A, Out])
+    a = rand((6, 37))
+    got = kind.run(f, a, np.zeros_like(a))[-1]
+    t0 = a + 1.0
+    t1 = (t0 * 4.0).astype("int16")
+    t2 = t0[:, ::-1].astype("float64") - t1
+    np.testing.assert_allclose(got, t2.astype("float32") + t1[:, ::-1], rtol=1e-5, atol=1e-5)
