@@ -16,7 +16,7 @@ from loom.ir.function import GlobalVar, IRModule, PrimFunc
 from loom.ir.op import Op
 from loom.ir.producer import ProducerRealize, ProducerStore
 from loom.ir.reduce import CommReducer, Reduce
-from loom.target import CompilationConfig, Target, VirtualDevice
+from loom.target import CompilationConfig, MemoryInfo, Target, VirtualDevice
 from loom.te.operation import HybridOp
 from loom.te.tensor import ComputeOp, ExternOp, PlaceholderOp
 
@@ -155,5 +155,6 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "target.Target": lambda: Target("interp", host="interp"),
     "target.VirtualDevice": lambda: VirtualDevice("cpu", 0, Target("interp"), "global"),
     "target.CompilationConfig": lambda: CompilationConfig(None, "interp"),
+    "target.MemoryInfo": lambda: MemoryInfo(unit_bits=16, max_simd_bits=32, max_num_bits=1024, head_address=_x()),
 }
 
