@@ -37,7 +37,7 @@ from ..target.memory_info import base_scope
 from .graph import attach_paths, bind_map, consumer_graph, inline_bodies, read_graph
 from ..arith.int_set import IntervalSet, cover_range, eval_set, union
 from .relations import Fuse, Rebase, Split, pass_down_domain
-from .schedule import root_iter_vars
+from .schedule import data_axes, root_iter_vars
 from .operation import HybridOp
 from .scan import ScanOp
 from .scan_bound import prepare_scans, scan_reads
@@ -266,7 +266,7 @@ def _infer_root(ctx: _Context, stage: Any, ranges: dict[E.IterVar, E.Range]) -> 
     for consumer in ctx.consumers[stage]:
         _consumer_reads(ctx, stage, consumer, ranges, targets)
     an = Analyzer()
-    for k, iv in enumerate(op.axis):
+    for k, iv in enumerate(data_axes(op)):
         sets = [s for dims in targets.values() for s in dims[k]]
         ranges[iv] = cover_range(union(sets, an), _dom(iv), an)
     for iv in op.reduce_axis:

@@ -38,9 +38,16 @@ _Op = TypeVar("_Op", bound=Operation)
 ATTACH_ROOT, ATTACH_INLINE, ATTACH_SCOPE = "root", "inline", "scope"
 
 
+def data_axes(op: ComputeOp | TensorComputeOp) -> tuple[E.IterVar, ...]:
+    """The data-parallel axes the stage of ``op`` loops over: a tensor compute's outer axes."""
+    return op.schedulable_axis if isinstance(op, TensorComputeOp) else op.axis
+
+
 def root_iter_vars(op: Operation) -> tuple[E.IterVar, ...]:
     """The loop variables an operation starts with (a compute's axes, then its reduction axes; a hybrid's loops)."""
-    if isinstance(op, (ComputeOp, TensorComputeOp)):  # a tensor compute's intrinsic block is no loop of its own
+    if isinstance(op, TensorComputeOp):  # its intrinsic's block (the opaque axes) is no loop of its own
+        return tuple(op.schedulable_axis) + tuple(op.reduce_axis)
+    if isinstance(op, ComputeOp):
         return tuple(op.axis) + tuple(op.reduce_axis)
     if isinstance(op, HybridOp):
         return tuple(op.axis)

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from ..ir.functor import Mutator
+from ..ir.functor import Mutator, substitute
 from .operation import HybridOp
 from .tensor_compute import TensorComputeOp
 from .cache_relayout import relayout_cache_op
@@ -77,6 +77,27 @@ def _copy_axes(shape: tuple[E.PrimExpr, ...], suffix: str = "") -> tuple[E.IterV
                  for k, s in enumerate(shape))
 
 
+def _tensor_compute_cache(stage: Stage, op: TensorComputeOp, scope: str) -> tuple[TensorComputeOp, tuple[E.IterVar, ...]]:
+    """The cache of a tensor compute: the same intrinsic call over fresh axes; and the axes over the
+    intrinsic's block with which the stage, now a compute, copies the cache out.
+
+    The stage keeps its outer axes (and what split, fuse or reorder made of them); its reduction
+    moves to the cache, so it must not have been split or reordered yet."""
+    moved = [iv for iv in op.reduce_axis if iv not in stage.leaf_iter_vars]
+    if moved:
+        raise LoomValueError(f"cache_write of {op.name}: the reduction axis {moved[0].var.name} was split or fused; "
+                             "cache the tensor compute first and schedule the reduction on the cache")
+    fresh = {iv: E.IterVar(iv.dom, E.Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv in op.axis + op.reduce_axis}
+    vmap = {old.var: new.var for old, new in fresh.items()}
+    regions = tuple(E.Range(substitute(r.min, vmap), substitute(r.extent, vmap)) for r in op.regions)
+    cache = op.with_(name=f"{op.name}.{scope}", axis=tuple(fresh[iv] for iv in op.axis),
+                     reduce_axis=tuple(fresh[iv] for iv in op.reduce_axis), regions=regions,
+                     scalar_inputs=tuple(substitute(x, vmap) for x in op.scalar_inputs))
+    n = op.schedulable_ndim
+    block = tuple(E.IterVar(iv.dom, E.Var(iv.var.name, iv.var.dtype), "data_par") for iv in op.axis[n:])
+    return cache, block
+
+
 def _join_group(cache: Stage, origin: Stage) -> None:
     """A cache stage belongs to the group of the stage it copies (placed with it, as TVM's cache stages)."""
     cache.group = origin.group
@@ -121,7 +142,7 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tenso
     return cache
 
 
-def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[ComputeOp] | list[Tensor[ComputeOp]]:
+def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[Any] | list[Tensor[Any]]:
     """Compute ``tensor``'s operation into ``<name>.<scope>`` and make the original stage copy it out.
 
     After ``split``/``fuse``/``reorder`` of the stage, the cache is laid out
@@ -147,19 +168,27 @@ def cache_write(sch: Schedule, tensor: Any, scope: str) -> Tensor[ComputeOp] | l
     if any(sch[t] is not stage for t in tensors):
         raise LoomValueError("cache_write: all tensors must be outputs of one operation")
     op = stage.op
-    if not isinstance(op, ComputeOp):
-        raise LoomValueError(f"cache_write of {op.name}: only compute operations can be cached "
+    if not isinstance(op, (ComputeOp, TensorComputeOp)):
+        raise LoomValueError(f"cache_write of {op.name}: only compute and tensor compute operations can be cached "
                              f"(this is a {type(op).__name__})")
     if stage.attach_type == "inline":
         raise LoomValueError(f"cache_write of {op.name}: the stage is inlined")
-    # After split/fuse/reorder the cache takes the layout of the stage's loops (relayout); the stage
-    # keeps its loops and copies the cache out.
-    cache_op, index = relayout_cache_op(stage, op, scope)
-    stage.op = ComputeOp(op.name, op.axis, (), tuple(cache_op.output(k)[index] for k in range(op.num_outputs)),
+    cache_op: ComputeOp | TensorComputeOp
+    index: tuple[E.PrimExpr, ...]
+    if isinstance(op, TensorComputeOp):
+        cache_op, block = _tensor_compute_cache(stage, op, scope)
+        axis = op.schedulable_axis + block
+        index = tuple(iv.var for iv in axis)
+    else:
+        # After split/fuse/reorder the cache takes the layout of the stage's loops (relayout); the stage
+        # keeps its loops and copies the cache out.
+        cache_op, index = relayout_cache_op(stage, op, scope)
+        axis, block = op.axis, ()
+    stage.op = ComputeOp(op.name, axis, (), tuple(cache_op.output(k)[index] for k in range(op.num_outputs)),
                          op.tag, op.attrs)
     reduce_axes = set(op.reduce_axis)
-    stage.all_iter_vars = [iv for iv in stage.all_iter_vars if iv not in reduce_axes]
-    stage.leaf_iter_vars = [iv for iv in stage.leaf_iter_vars if iv not in reduce_axes]
+    stage.all_iter_vars = [iv for iv in stage.all_iter_vars if iv not in reduce_axes] + list(block)
+    stage.leaf_iter_vars = [iv for iv in stage.leaf_iter_vars if iv not in reduce_axes] + list(block)
     cache_stage = Stage(cache_op)
     cache_stage.scope = scope
     _join_group(cache_stage, stage)

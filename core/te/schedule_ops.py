@@ -56,7 +56,7 @@ from .bound import infer_bound
 from .cross_thread import lower_cross_thread, predicate_guard, store_predicates, thread_reduce_leaves
 from .loop_nest import make_bound_check, make_loop_nest, merge_nest
 from .relations import pass_down_bitmask
-from .schedule import Schedule
+from .schedule import Schedule, data_axes
 from .operation import HybridOp
 from .schedule_hybrid import lower_hybrid_stage
 from .scan import ScanOp
@@ -122,8 +122,9 @@ class _Lowering:
         body = producer if consumer is None else seq(producer, consumer)
         for t in reversed(outputs):
             if isinstance(op, (ComputeOp, TensorComputeOp)):  # a tensor compute's intrinsic block is whole
-                bounds = tuple(self.bounds[iv] for iv in op.axis)
-                bounds += tuple(E.Range(ops.const(0, s.dtype), s) for s in t.shape[len(op.axis):])
+                outer = data_axes(op)
+                bounds = tuple(self.bounds[iv] for iv in outer)
+                bounds += tuple(E.Range(ops.const(0, s.dtype), s) for s in t.shape[len(outer):])
             else:  # extern and hybrid operations compute their whole outputs
                 bounds = tuple(E.Range(ops.const(0, s.dtype), s) for s in t.shape)
             inner = body
@@ -193,15 +194,16 @@ def _bounds_in_leaf_vars(stage: Any, op: ComputeOp | TensorComputeOp,
     (normalize rebases every axis, split makes two), and the body is rewritten in those; so must
     the range be, or the reduction loop's bound would name a variable nothing defines.
     """
-    roots = [iv.var for iv in op.axis]
-    data = {id(iv) for iv in op.axis}  # by identity: IterVar == builds an expression
+    axes = data_axes(op)
+    roots = [iv.var for iv in axes]
+    data = {id(iv) for iv in axes}  # by identity: IterVar == builds an expression
     uses = [iv for iv, r in dom_map.items()
             if id(iv) not in data and (uses_vars(r.min, roots) or uses_vars(r.extent, roots))]
     if not uses:
         return dom_map, {}
     values: dict[E.IterVar, E.PrimExpr] = {}
     make_loop_nest(stage, dom_map, 0, False, set(), values)  # only for the values: nothing is built
-    vmap = _vmap({iv: values[iv] for iv in op.axis})
+    vmap = _vmap({iv: values[iv] for iv in axes})
     def rewritten(r: E.Range) -> E.Range:
         return E.Range(substitute(r.min, vmap), substitute(r.extent, vmap))
 

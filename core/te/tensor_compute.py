@@ -8,13 +8,16 @@ shape, so the output's shape is the outer extents followed by the intrinsic's
 output shape (give the whole shape to ``compute``, or the outer part only).  As
 in TVM, an intrinsic whose output has leading dimensions of extent 1, ``(1, n)``,
 may also fill a shape that leaves them out, ``(m, n)`` with one outer index: each
-of those dimensions then covers one element of an outer axis.
+of those dimensions then covers one element of an outer axis.  As in TVM,
+``op.axis`` lists an axis per output dimension: the outer axes, then one
+``"opaque"`` axis per dimension of the intrinsic's block (``ax0``, ...), which the
+intrinsic covers whole and schedules cannot touch (``op.schedulable_axis`` are the
+outer ones).
 
 ``reduce_axis=`` names reduction axes that the regions use (``A[i, k, 0:16]``):
 the intrinsic's ``reduce_reset`` (or its body, on their first iteration) runs
 before them and its ``reduce_update`` at each.  The outer axes and reduction
-axes are scheduled as a compute's are (``s[C].op.axis``); the intrinsic's block
-is not.  Lowering (:mod:`loom.te.tensor_compute_lower`) emits what tensorize
+axes are scheduled as a compute's are; the intrinsic's block is not.  Lowering (:mod:`loom.te.tensor_compute_lower`) emits what tensorize
 emits for a compute tensorized at its inner axes: the intrinsic's statement
 with its buffers bound to the regions.
 
@@ -43,6 +46,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.dtype import DataType
 from ..ir.functor import collect, substitute
+from ..ir.structural import structural_equal
 from ..ir.node import DictOf, TupleOf, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
@@ -255,10 +259,12 @@ def call_intrin(intrin: TensorIntrin, args: tuple[Any, ...], kwargs: dict[str, A
 
 @register_object("te.TensorComputeOp")
 class TensorComputeOp(Operation):
-    """A tensor intrinsic computing one block of the output per point of ``axis``.
+    """A tensor intrinsic computing one block of the output per point of its outer axes.
 
-    ``axis`` are the outer (schedulable) axes and ``reduce_axis`` the reduction axes
-    of the call; the output shape is ``axis``' extents then ``intrin_shape``, which has
+    ``axis`` has one axis per output dimension: the outer (schedulable) axes, then an
+    ``"opaque"`` axis over each dimension of ``intrin_shape``; ``reduce_axis`` are the
+    reduction axes of the call.  The output shape is the outer axes' extents then
+    ``intrin_shape``, which has
     the intrinsic's output rank, or fewer dimensions by :attr:`merged_dims` when the
     intrinsic's leading dimensions (extent 1) lie at the last outer axes.  Input
     ``k`` is ``inputs[k]`` over the region ``input_regions[k]`` (kept flat in
@@ -284,16 +290,32 @@ class TensorComputeOp(Operation):
         if len(self.regions) != sum(t.ndim for t in self.inputs):
             raise IRError(f"{what}: {len(self.regions)} ranges for inputs of {sum(t.ndim for t in self.inputs)} "
                           "dimensions in all")
-        if not 0 <= self.merged_dims <= len(self.axis):
-            raise IRError(f"{what}: intrin_shape has {len(self.intrin_shape)} dimensions, the intrinsic's outputs "
-                          f"{self.intrin.op.output(0).ndim}, with {len(self.axis)} outer axes")
         for iv in self.axis + self.reduce_axis:
             if iv.dom is None:
                 raise IRError(f"{what}: axis {iv.var.name} has no domain")
+        block = self.axis[self.schedulable_ndim:]
+        if self.schedulable_ndim < 0 or any(iv.iter_type != "opaque" or iv.dom is None
+                                            or not structural_equal(iv.dom.extent, n)
+                                            for iv, n in zip(block, self.intrin_shape)):
+            raise IRError(f"{what}: axis must end with an opaque axis over each of the {len(self.intrin_shape)} "
+                          f"dimension(s) of intrin_shape {list(self.intrin_shape)}")
+        if not 0 <= self.merged_dims <= self.schedulable_ndim:
+            raise IRError(f"{what}: intrin_shape has {len(self.intrin_shape)} dimensions, the intrinsic's outputs "
+                          f"{self.intrin.op.output(0).ndim}, with {self.schedulable_ndim} outer axes")
 
     @property
     def num_outputs(self) -> int:
         return self.intrin.op.num_outputs
+
+    @property
+    def schedulable_ndim(self) -> int:
+        """How many of ``axis`` are outer axes, which schedules split, reorder and bind."""
+        return len(self.axis) - len(self.intrin_shape)
+
+    @property
+    def schedulable_axis(self) -> tuple[E.IterVar, ...]:
+        """The outer axes: ``axis`` without the opaque axes of the intrinsic's block."""
+        return self.axis[:self.schedulable_ndim]
 
     @property
     def merged_dims(self) -> int:
@@ -301,7 +323,7 @@ class TensorComputeOp(Operation):
         return self.intrin.op.output(0).ndim - len(self.intrin_shape)
 
     def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
-        return tuple(iv.dom.extent for iv in self.axis if iv.dom is not None) + self.intrin_shape
+        return tuple(iv.dom.extent for iv in self.schedulable_axis if iv.dom is not None) + self.intrin_shape
 
     def output_dtype(self, index: int) -> DataType:
         return self.intrin.op.output_dtype(index)
@@ -390,7 +412,9 @@ def tensor_compute(extents: tuple[E.PrimExpr, ...], axis: tuple[E.IterVar, ...],
         if any(id(v) in own for n in inner for v in collect(n, lambda x: isinstance(x, E.Var))):
             raise LoomValueError(f"{what}: the intrinsic's output shape {list(shape)} is not fixed by its inputs' "
                                  "regions; give compute the whole shape")
-    op = TensorComputeOp(name, axis, call.reduce_axis, intrin, [r.tensor for r in call.regions],
+    block = tuple(E.IterVar(E.Range(ops.const(0, n.dtype), n), E.Var(f"ax{d}", n.dtype), "opaque")
+                  for d, n in enumerate(inner))
+    op = TensorComputeOp(name, axis + block, call.reduce_axis, intrin, [r.tensor for r in call.regions],
                          [x for r in call.regions for x in r.ranges], call.scalar_inputs, inner, tag, dict(attrs or {}))
     op.extents(an, what)  # the output extents, against the intrinsic's
     outputs = [op.output(k) for k in range(op.num_outputs)]
@@ -421,8 +445,8 @@ def _tensor_compute_text(p: Any, op: TensorComputeOp) -> str:
     args += [p.expr(x) for x in op.scalar_inputs]
     if op.reduce_axis:
         args.append("reduce_axis=[" + ", ".join(p.expr(iv.var) for iv in op.reduce_axis) + "]")
-    axes = ", ".join(f"{p.expr(iv.var)}: {p.node(iv.dom)}" for iv in op.axis + op.reduce_axis)
-    index = ", ".join(p.expr(iv.var) for iv in op.axis)
+    axes = ", ".join(f"{p.expr(iv.var)}: {p.node(iv.dom)}" for iv in op.schedulable_axis + op.reduce_axis)
+    index = ", ".join(p.expr(iv.var) for iv in op.schedulable_axis)
     return f"tensor_compute {outs}[{index}] = {op.intrin.name}({', '.join(args)})  # over {axes}"
 
 

@@ -71,7 +71,7 @@ def lower_tensor_compute(stage: Any, bounds: Any, attach: Callable[[E.IterVar, S
     sizes, asserts = op.extents(an, what)
     params = dict(zip(op.intrin.scalar_params, op.scalar_inputs))
     outputs = [stage.origin_op.output(k) for k in range(op.num_outputs)]
-    block = [E.Range(iv.var, ops.const(1, iv.var.dtype)) for iv in op.axis]
+    block = [E.Range(iv.var, ops.const(1, iv.var.dtype)) for iv in op.schedulable_axis]
     block += [E.Range(ops.const(0, n.dtype), n) for n in op.intrin_shape]
     n_in = len(op.inputs)
     binds = (list(zip(op.intrin.buffers, op.inputs, op.input_regions)),

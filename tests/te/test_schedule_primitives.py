@@ -297,7 +297,7 @@ def test_cache_write_refuses_a_split_reduction_axis():
     s[B].split(k, factor=2)
     with pytest.raises(LoomValueError, match="reduction axis k was already split"):
         s.cache_write(B, "local")
-    with pytest.raises(LoomValueError, match="only compute operations"):
+    with pytest.raises(LoomValueError, match="only compute and tensor compute operations can be cached"):
         create_schedule(B.op).cache_write(A, "local")
 
 

@@ -8,116 +8,10 @@ from loom.errors import LoomError, LoomTypeError, LoomValueError
 from loom.ir import BufferStore, Evaluate, For, SeqStmt
 from loom.te import TensorComputeOp
 from loom.testing.conformance.harness import buildable_cpu_kinds
+from tensor_compute_programs import KERNELS_C, gemm_program, gemm_ref, intrin_vadd, run, vadd_program
 
 KINDS = buildable_cpu_kinds()
 NATIVE = [k for k in ("llvm", "c") if k in KINDS]
-
-KERNELS_C = """
-int vadd(float *z, const float *x, const float *y, int n) {
-  for (int i = 0; i < n; ++i) z[i] = x[i] + y[i];
-  return 0;
-}
-int gemm_reset(float *z, int m, int n) {
-  for (int i = 0; i < m * n; ++i) z[i] = 0.0f;
-  return 0;
-}
-int gemm_update(float *z, const float *x, const float *y, int m, int n, int l) {
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j)
-      for (int k = 0; k < l; ++k) z[i * n + j] += x[i * l + k] * y[j * l + k];
-  return 0;
-}
-"""
-
-
-def intrin_vadd(n, extern=False):
-    """TVM's vadd intrinsic: an ir_builder loop (runs everywhere) or a call of the C kernel."""
-    x = loom.placeholder((n,), name="vx")
-    y = loom.placeholder((n,), name="vy")
-    z = loom.compute(x.shape, lambda i: x[i] + y[i], name="z")
-
-    def intrin_func(ins, outs):
-        ib = loom.ir_builder.create()
-        xx, yy = ins
-        zz = outs[0]
-        if extern:
-            ib.emit(loom.call_extern("int32", "vadd", zz.access_ptr("w"), xx.access_ptr("r"), yy.access_ptr("r"), n))
-        else:
-            with ib.for_range(0, n, name="v") as v:
-                ib.emit(BufferStore(zz, xx[v] + yy[v], [v]))
-        return ib.get()
-
-    with loom.build_config(offset_factor=n):
-        return loom.decl_tensor_intrin(z.op, intrin_func, name="vadd")
-
-
-def intrin_gemm(m, n, l, parts="all", extern=False):
-    """TVM's GEMM micro-kernel ``z[i, j] = sum_k x[i, k] * y[j, k]`` with body, reset and update."""
-    k = loom.reduce_axis((0, l), name="k")
-    x = loom.placeholder((m, l), name="x")
-    y = loom.placeholder((n, l), name="y")
-    z = loom.compute((m, n), lambda i, j: loom.sum(x[i][k] * y[j][k], axis=k), name="z")
-
-    def loops(zz, xx, yy, reset, update):
-        ib = loom.ir_builder.create()
-        with ib.for_range(0, m, name="a") as a:
-            with ib.for_range(0, n, name="b") as b:
-                if reset:
-                    ib.emit(BufferStore(zz, loom.const(0.0), [a, b]))
-                if update:
-                    with ib.for_range(0, l, name="c") as c:
-                        ib.emit(BufferStore(zz, zz[a, b] + xx[a, c] * yy[b, c], [a, b]))
-        return ib.get()
-
-    def intrin_func(ins, outs):
-        xx, yy = ins
-        zz = outs[0]
-        if extern:
-            zp = zz.access_ptr("w")
-            reset = loom.call_extern("int32", "gemm_reset", zp, m, n)
-            update = loom.call_extern("int32", "gemm_update", zp, xx.access_ptr("r"), yy.access_ptr("r"), m, n, l)
-            body = SeqStmt([Evaluate(reset), Evaluate(update)])
-        else:
-            body, reset, update = (loops(zz, xx, yy, True, True), loops(zz, xx, yy, True, False),
-                                   loops(zz, xx, yy, False, True))
-        return body, (reset if parts == "all" else None), update
-
-    with loom.build_config(offset_factor=n):
-        return loom.decl_tensor_intrin(z.op, intrin_func, name="vgemm")
-
-
-def vadd_program(m=256, factor=16, extern=False):
-    vadd = intrin_vadd(factor, extern)
-    A = loom.placeholder((m // factor, factor), name="A")
-    B = loom.placeholder((m // factor, factor), name="B")
-    C = loom.compute((m // factor, factor), lambda i: vadd(A[i, 0:factor], B[i, 0:factor]), name="C")
-    return A, B, C
-
-
-def gemm_program(sizes=(64, 32, 48), factors=(16, 8, 8), parts="all", extern=False):
-    (M, N, L), (factor, factor1, factor2) = sizes, factors
-    vgemm = intrin_gemm(factor1, factor2, factor, parts, extern)
-    A = loom.placeholder((M // factor1, L // factor, factor1, factor), name="A")
-    B = loom.placeholder((N // factor2, L // factor, factor2, factor), name="B")
-    k = loom.reduce_axis((0, L // factor), name="k")
-    C = loom.compute((M // factor1, N // factor2, factor1, factor2),
-                     lambda i, j: vgemm(A[i, k, 0:factor1, 0:factor], B[j, k, 0:factor2, 0:factor], reduce_axis=k),
-                     name="C")
-    return A, B, C
-
-
-def run(s, args, kind, fill=np.nan, seed=0):
-    f = loom.build(s, args, target=kind)
-    rng = np.random.default_rng(seed)
-    ins = [rng.uniform(size=[int(n) for n in t.shape]).astype("float32") for t in args[:-1]]
-    out = np.full([int(n) for n in args[-1].shape], fill, "float32")
-    f(*ins, out)
-    return ins, out
-
-
-def gemm_ref(a, b):
-    return np.einsum("ikac,jkbc->ijab", a, b)
-
 
 def body_of(s, args):
     return loom.lower(s, args, simple_mode=True)["default_function"].body
@@ -130,7 +24,10 @@ def body_of(s, args):
 def test_tensor_compute1_lowers_to_one_call_per_row():
     A, B, C = vadd_program(m=1024, extern=True)
     assert isinstance(C.op, TensorComputeOp) and [int(n) for n in C.shape] == [64, 16]
-    assert C.op.input_tensors == [A, B] and [iv.var.name for iv in C.op.axis] == ["i"]
+    assert C.op.input_tensors == [A, B] and [iv.var.name for iv in C.op.schedulable_axis] == ["i"]
+    # As in TVM, op.axis has an opaque axis per dimension of the intrinsic's block too.
+    assert [(iv.var.name, iv.iter_type, int(iv.dom.extent)) for iv in C.op.axis] == [
+        ("i", "data_par", int(C.shape[0])), ("ax0", "opaque", 16)]
     stmt = body_of(loom.create_schedule(C.op), [A, B, C])
     assert isinstance(stmt, For) and isinstance(stmt.body, Evaluate)  # TVM: stmt.body.body is an Evaluate
     assert "call_extern('int32', 'vadd'" in str(stmt)
@@ -198,7 +95,7 @@ def test_split_and_parallel_outer_axis(kind):
 def test_reorder_and_split_with_the_reduction_outside(kind, parts):
     A, B, C = gemm_program(sizes=(32, 32, 64), parts=parts)
     s = loom.create_schedule(C.op)
-    i, j = s[C].op.axis
+    i, j = s[C].op.schedulable_axis
     (k,) = s[C].op.reduce_axis
     ko, ki = s[C].split(k, factor=2)
     jo, ji = s[C].split(j, factor=2)
@@ -366,7 +263,7 @@ def test_json_round_trip_and_structural_equality():
 def test_schedule_json_round_trip_keeps_the_loops():
     A, B, C = gemm_program()
     s = loom.create_schedule(C.op)
-    i, j = C.op.axis
+    i, j, *_block = C.op.axis  # then the opaque axes of the intrinsic's block
     s[C].reorder(i, C.op.reduce_axis[0], j)
     s2 = loom.load_json(loom.save_json(s))
     op = s2.outputs[0]
@@ -451,23 +348,3 @@ def test_schedule_errors():
     s[C].bind(C.op.reduce_axis[0], loom.thread_axis("threadIdx.x"))
     with pytest.raises(LoomValueError, match="loop k of the reduction is bound to threadIdx.x"):
         loom.lower(s, [A, B, C])
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_cache_read_of_an_input(kind):
-    """TVM's test_schedule_tensor_compute2 first half: inputs read through cache stages."""
-    A, B, C = vadd_program()
-    s = loom.create_schedule(C.op)
-    AL = s.cache_read(A, "local", C)
-    BL = s.cache_read(B, "local", [C])
-    assert list(C.op.inputs) == [A, B] and list(s[C].op.inputs) == [AL, BL]
-    (a, b), c = run(s, [A, B, C], kind)
-    np.testing.assert_allclose(c, a + b, rtol=1e-6)
-
-
-def test_cache_read_names_a_reader_that_does_not_read_the_tensor():
-    A, B, C = vadd_program()
-    A2 = loom.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="A2")
-    D = loom.compute(A.shape, lambda i, j: A2[i, j] + C[i, j], name="D")
-    with pytest.raises(loom.LoomValueError, match="C does not read A2"):
-        loom.create_schedule(D.op).cache_read(A2, "local", C)
