@@ -8,10 +8,10 @@ comparison where the term is negative.  Relaxed variables are first replaced
 by their worst-case ends (interval arithmetic over the relax map), so the
 answer holds for every value they take.
 
-The division rounds toward zero, as TVM v0.6's: where the quotient is not
-provably exact, ``>=`` bounds add 1 and ``<=`` bounds subtract 1, which is
-always safe (never admits a value that fails) and exact when the quotient is
-negative (``>=``: positive).  Like TVM, the arithmetic is that of mathematical
+The division rounds down (floor division), as TVM v0.6's: a ``<=`` bound is then
+exact, and a ``>=`` bound adds 1 where the quotient is not provably exact, which
+is exact unless the division happens to leave no remainder, and then still
+safe (the answer never admits a value that fails).  Like TVM, the arithmetic is that of mathematical
 integers: the comparison is taken not to wrap around.
 """
 
@@ -138,7 +138,9 @@ def _solve(side: E.PrimExpr, rest: E.PrimExpr, op: str, var: E.Var,
             elif op == _EQ:
                 return None  # no integer solution, or none that can be shown
             else:
-                rest = ops.truncdiv(rest, other) + (1 if op == _GE else -1)
+                rest = ops.floordiv(rest, other)
+                if op == _GE:  # x >= 3.5 is x >= 4: floor, then up by one
+                    rest = rest + 1
         side = inner
     return rest, op
 
@@ -162,7 +164,7 @@ def deduce_bound(var: E.Var, cond: Any, hint_map: Optional[Mapping[E.Var, Any]] 
     >>> i, j, n = loom.var("i"), loom.var("j"), loom.var("n")
     >>> s = deduce_bound(i, i * 4 + j < n, {}, {j: IntervalSet(0, 3)})
     >>> s.min_value, str(s.max_value)
-    (neg_inf, 'truncdiv(n - 4, 4) - 1')
+    (neg_inf, '(n - 4) // 4')
     >>> str(deduce_bound(i, 3 * i - 1 == n * 3 + 2, {}, {}).min_value)
     'n + 1'
     """

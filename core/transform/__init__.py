@@ -27,6 +27,7 @@ from .thread_sync import ThreadSync, thread_sync
 from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_intrin import LowerIntrin, lower_intrin
 from .ssa import convert_ssa, uses_var, verify_ssa
+from .inline import inline
 
 __all__ = [
     "ConfigOption", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument", "PrimFuncPass",
@@ -38,5 +39,5 @@ __all__ = [
     "InjectVirtualThread", "inject_virtual_thread", "InjectDoubleBuffer", "inject_double_buffer",
     "StorageRewrite", "storage_rewrite", "MakeAPI", "make_api", "SplitHostDevice", "split_host_device",
     "ThreadSync", "thread_sync", "LowerIntrin", "lower_intrin", "LowerThreadAllreduce",
-    "verify_ssa", "convert_ssa", "uses_var",
+    "verify_ssa", "convert_ssa", "uses_var", "inline",
 ]
