@@ -11,7 +11,7 @@ are renamed, so the result stays in SSA form.
 >>> A = loom.placeholder((16,), name="A")
 >>> T = loom.compute((16,), lambda i: A[i] + 10, name="T")
 >>> print(inline(Evaluate(T[3] + 2 * T[5]), T.op, [iv.var for iv in T.op.axis], T.op.body[0]))
-A[3] + 10 + (A[5] + 10) * 2
+A[3] + 10.0 + 2.0 * (A[5] + 10.0)
 """
 
 from __future__ import annotations
