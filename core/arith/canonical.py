@@ -204,6 +204,8 @@ class CanonicalSimplifier:
                 out = self._trunc_divmod(a, c, is_div)
                 if out is not None:
                     return out
+            elif c is None and not floor and self._nonneg(a) and self.an.const_int_bound(b).min_value > 0:
+                op = E.FloorDiv if is_div else E.FloorMod  # truncation == flooring for a >= 0 < b
         return SumForm.atom(op(self.render(a), b))
 
     def _rounded_quotient(self, s: SumForm, c: int, div: type[E.BinaryOp]) -> Optional[SumForm]:

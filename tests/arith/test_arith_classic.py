@@ -159,6 +159,19 @@ def test_canonical_simplify_rewrites_comparisons_too():
     check(loom.select(x < 2000, y, z), "y", how="canonical_simplify")
 
 
+def test_canonical_truncation_by_a_positive_symbolic_divisor_floors():
+    """``truncdiv(10, y)`` with ``y >= 1`` is ``10 // y`` (both round alike), so the difference cancels;
+    with ``y`` of either sign, or a numerator of either sign, the truncation stays."""
+    an, y, v = Analyzer(), loom.var("y"), loom.var("v")
+    an.update(y, loom.arith.ConstIntBound(1, 100), override=True)
+    assert str(an.canonical_simplify(fld(10, y) - loom.truncdiv(10, y))) == "0"
+    assert str(an.canonical_simplify(loom.truncmod(10, y))) == "10 % y"
+    assert str(an.canonical_simplify(loom.truncdiv(v, y))) == "truncdiv(v, y)"
+    assert str(Analyzer().canonical_simplify(loom.truncdiv(10, v))) == "truncdiv(10, v)"
+    for yv in (1, 3, 7, 100):
+        assert value(loom.truncmod(10, y), {y: yv}) == value(an.canonical_simplify(loom.truncmod(10, y)), {y: yv})
+
+
 def test_unbounded_variables_stay_exact():
     """TVM assumes no overflow and rewrites these for any ``x``; at the edges of int32 they differ.
 
