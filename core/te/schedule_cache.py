@@ -83,7 +83,7 @@ def _tensor_compute_cache(stage: Stage, op: TensorComputeOp, scope: str) -> tupl
 
     The stage keeps its outer axes (and what split, fuse or reorder made of them); its reduction
     moves to the cache, so it must not have been split or reordered yet."""
-    moved = [iv for iv in op.reduce_axis if iv not in stage.leaf_iter_vars]
+    moved = [iv for iv in op.reduce_axis if not any(iv is leaf for leaf in stage.leaf_iter_vars)]
     if moved:
         raise LoomValueError(f"cache_write of {op.name}: the reduction axis {moved[0].var.name} was split or fused; "
                              "cache the tensor compute first and schedule the reduction on the cache")
