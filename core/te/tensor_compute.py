@@ -17,9 +17,10 @@ outer ones).
 ``reduce_axis=`` names reduction axes that the regions use (``A[i, k, 0:16]``):
 the intrinsic's ``reduce_reset`` (or its body, on their first iteration) runs
 before them and its ``reduce_update`` at each.  The outer axes and reduction
-axes are scheduled as a compute's are; the intrinsic's block is not.  Lowering (:mod:`loom.te.tensor_compute_lower`) emits what tensorize
-emits for a compute tensorized at its inner axes: the intrinsic's statement
-with its buffers bound to the regions.
+axes are scheduled as a compute's are; the intrinsic's block is not.  Lowering
+(:mod:`loom.te.tensor_compute_lower`) emits what tensorize emits for a compute
+tensorized at its inner axes: the intrinsic's statement with its buffers bound
+to the regions.
 
 >>> import loom
 >>> x, y = loom.placeholder((16,), name="x"), loom.placeholder((16,), name="y")
@@ -46,7 +47,6 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.dtype import DataType
 from ..ir.functor import collect, substitute
-from ..ir.structural import structural_equal
 from ..ir.node import DictOf, TupleOf, child, children, mapping, register_object
 from ..ir.node import value as val
 from ..ir.printer import register_node_printer
@@ -262,10 +262,9 @@ class TensorComputeOp(Operation):
     """A tensor intrinsic computing one block of the output per point of its outer axes.
 
     ``axis`` has one axis per output dimension: the outer (schedulable) axes, then an
-    ``"opaque"`` axis over each dimension of ``intrin_shape``; ``reduce_axis`` are the
-    reduction axes of the call.  The output shape is the outer axes' extents then
-    ``intrin_shape``, which has
-    the intrinsic's output rank, or fewer dimensions by :attr:`merged_dims` when the
+    ``"opaque"`` axis over each dimension of the intrinsic's block, whose extents are
+    :attr:`intrin_shape`; ``reduce_axis`` are the reduction axes of the call.  The block
+    has the intrinsic's output rank, or fewer dimensions by :attr:`merged_dims` when the
     intrinsic's leading dimensions (extent 1) lie at the last outer axes.  Input
     ``k`` is ``inputs[k]`` over the region ``input_regions[k]`` (kept flat in
     ``regions``); ``scalar_inputs`` are the values of the intrinsic's scalar parameters.
@@ -278,7 +277,6 @@ class TensorComputeOp(Operation):
     inputs: TupleOf[Tensor] = children(Tensor)
     regions: TupleOf[E.Range] = children(E.Range)
     scalar_inputs: TupleOf[E.PrimExpr] = children(E.PrimExpr)
-    intrin_shape: E.ExprTuple = children(E.PrimExpr)
     tag: str = val(str, default="")
     attrs: DictOf[str, Any] = mapping()
 
@@ -293,12 +291,8 @@ class TensorComputeOp(Operation):
         for iv in self.axis + self.reduce_axis:
             if iv.dom is None:
                 raise IRError(f"{what}: axis {iv.var.name} has no domain")
-        block = self.axis[self.schedulable_ndim:]
-        if self.schedulable_ndim < 0 or any(iv.iter_type != "opaque" or iv.dom is None
-                                            or not structural_equal(iv.dom.extent, n)
-                                            for iv, n in zip(block, self.intrin_shape)):
-            raise IRError(f"{what}: axis must end with an opaque axis over each of the {len(self.intrin_shape)} "
-                          f"dimension(s) of intrin_shape {list(self.intrin_shape)}")
+        if any(iv.iter_type == "opaque" for iv in self.schedulable_axis):
+            raise IRError(f"{what}: the opaque axes of the intrinsic's block must come after the outer axes")
         if not 0 <= self.merged_dims <= self.schedulable_ndim:
             raise IRError(f"{what}: intrin_shape has {len(self.intrin_shape)} dimensions, the intrinsic's outputs "
                           f"{self.intrin.op.output(0).ndim}, with {self.schedulable_ndim} outer axes")
@@ -310,7 +304,12 @@ class TensorComputeOp(Operation):
     @property
     def schedulable_ndim(self) -> int:
         """How many of ``axis`` are outer axes, which schedules split, reorder and bind."""
-        return len(self.axis) - len(self.intrin_shape)
+        return len(self.axis) - sum(iv.iter_type == "opaque" for iv in self.axis)
+
+    @property
+    def intrin_shape(self) -> tuple[E.PrimExpr, ...]:
+        """The extents of the intrinsic's block: those of the opaque axes."""
+        return tuple(iv.dom.extent for iv in self.axis[self.schedulable_ndim:] if iv.dom is not None)
 
     @property
     def schedulable_axis(self) -> tuple[E.IterVar, ...]:
@@ -323,7 +322,7 @@ class TensorComputeOp(Operation):
         return self.intrin.op.output(0).ndim - len(self.intrin_shape)
 
     def output_shape(self, index: int) -> tuple[E.PrimExpr, ...]:
-        return tuple(iv.dom.extent for iv in self.schedulable_axis if iv.dom is not None) + self.intrin_shape
+        return tuple(iv.dom.extent for iv in self.axis if iv.dom is not None)
 
     def output_dtype(self, index: int) -> DataType:
         return self.intrin.op.output_dtype(index)
@@ -415,7 +414,7 @@ def tensor_compute(extents: tuple[E.PrimExpr, ...], axis: tuple[E.IterVar, ...],
     block = tuple(E.IterVar(E.Range(ops.const(0, n.dtype), n), E.Var(f"ax{d}", n.dtype), "opaque")
                   for d, n in enumerate(inner))
     op = TensorComputeOp(name, axis + block, call.reduce_axis, intrin, [r.tensor for r in call.regions],
-                         [x for r in call.regions for x in r.ranges], call.scalar_inputs, inner, tag, dict(attrs or {}))
+                         [x for r in call.regions for x in r.ranges], call.scalar_inputs, tag, dict(attrs or {}))
     op.extents(an, what)  # the output extents, against the intrinsic's
     outputs = [op.output(k) for k in range(op.num_outputs)]
     return outputs[0] if len(outputs) == 1 else outputs
