@@ -81,6 +81,20 @@ def _tensor_compute() -> Any:
     return loom.compute((3, 4), lambda i: double(A[i, 0:4]), name="C")
 
 
+def _schedule_record() -> Any:
+    """A schedule record with a relation, a loop attribute and a group."""
+    from loom.te.schedule_json import schedule_record
+
+    A = loom.placeholder((8, 8), name="A")
+    B = loom.compute((8, 8), lambda i, j: A[i, j] + 1.0, name="B")
+    C = loom.compute((8, 8), lambda i, j: B[i, j] * 2.0, name="C")
+    s = loom.create_schedule(C.op)
+    s.create_group(outputs=C, inputs=A)
+    _, inner = s[C].split(C.op.axis[1], factor=4)
+    s[C].unroll(inner)
+    return schedule_record(s)
+
+
 def _scan() -> Any:
     from loom.te.scan import scan
 
@@ -155,6 +169,11 @@ SAMPLES: dict[str, Callable[[], Any]] = {
     "target.Target": lambda: Target("interp", host="interp"),
     "target.VirtualDevice": lambda: VirtualDevice("cpu", 0, Target("interp"), "global"),
     "target.CompilationConfig": lambda: CompilationConfig(None, "interp"),
+    "te.ScheduleRecord": _schedule_record,
+    "te.GroupRecord": lambda: _schedule_record().groups[0],
+    "te.StageRecord": lambda: _schedule_record().stages[-1],
+    "te.RelationRecord": lambda: _schedule_record().stages[-1].relations[0],
+    "te.LoopAttrRecord": lambda: _schedule_record().stages[-1].loop_attrs[0],
     "target.MemoryInfo": lambda: MemoryInfo(unit_bits=16, max_simd_bits=32, max_num_bits=1024, head_address=_x()),
 }
 
