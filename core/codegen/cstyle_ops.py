@@ -142,6 +142,10 @@ def _if_then_else(r: CStyleRenderer, n: E.Call) -> str:
     if n.dtype.lanes == 1:  # only the taken side runs
         c, t, f = (r.expr(a) for a in n.args)
         return f"({c} ? {t} : {f})"
+    if n.args[0].dtype.lanes == 1:  # one choice for every lane: still only the taken side runs
+        out = r.tmp()
+        c, t, f = (r.expr(a) for a in n.args)
+        return f"({{ {r.type_name(n.dtype)} {out}; if ({c}) {out} = {t}; else {out} = {f}; {out}; }})"
     return r.elementwise(n.dtype, list(n.args), lambda c, t, f: f"({c} ? {t} : {f})")
 
 

@@ -213,6 +213,12 @@ class _Vectorizer(Mutator):
             if self.varies(cond):
                 self._check_guarded_loads(then, other)
             e = E.Call(e.dtype, e.op, [cond, _GuardDivisors(cond).visit(then), _GuardDivisors(E.Not(cond)).visit(other)])
+            if not self.varies(cond):
+                # The same choice on every lane: the condition stays scalar, so only the taken
+                # side is evaluated (a padding read such as A[i - 1] stays behind its guard).
+                then, other = self.visit(e.args[1]), self.visit(e.args[2])
+                lanes = max(then.dtype.lanes, other.dtype.lanes)
+                return E.Call(e.dtype.with_lanes(lanes), e.op, [cond, _bcast(then, lanes), _bcast(other, lanes)])
         if not _elementwise(e):
             if self.varies(e) or (isinstance(e.op, Op) and not e.op.info.pure) or not isinstance(e.op, Op):
                 raise _Scalarize(f"call of {getattr(e.op, 'name', e.op)} is not lane-wise")

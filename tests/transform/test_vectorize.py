@@ -215,6 +215,28 @@ def test_if_then_else_over_loads_in_bounds_on_every_lane_is_vectorized():
         np.testing.assert_array_equal(c, np.where(np.arange(64) < 32, a, 0), err_msg=kind)
 
 
+def test_a_guard_the_same_on_every_lane_stays_scalar_and_guards_the_vector_load():
+    """Padding rows: ``if_then_else(1 <= i < 7, A[i - 1, j], -1)`` vectorized over ``j``.
+
+    The condition does not depend on the lane, so it stays a scalar and only the taken
+    side runs: row ``A[-1]`` is never read.  Before, the condition was broadcast, and the
+    interpreter raised out-of-bounds while llvm and c read before ``A``.
+    """
+    A = loom.placeholder((6, 4), name="A")
+    B = loom.compute((8, 4), lambda i, j: loom.if_then_else(loom.all(i >= 1, i < 7), A[i - 1, j], loom.const(-1.0)),
+                     name="B")
+    s = loom.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[1])
+    lowered = str(loom.lower(s, [A, B]))
+    assert "if_then_else(1 <= i and i < 7, A[i - 1, ramp(0, 1, 4)], broadcast(-1.0, 4))" in lowered
+    a = np.arange(24, dtype="float32").reshape(6, 4)
+    want = np.concatenate([np.full((1, 4), -1, "float32"), a, np.full((1, 4), -1, "float32")])
+    for kind in ("interp", "llvm", "c"):
+        b = np.zeros((8, 4), "float32")
+        loom.build(s, [A, B], kind)(a, b)
+        np.testing.assert_array_equal(b, want, err_msg=kind)
+
+
 def _pointer_loop(value):
     """``A[i] = value(A, i)`` over a vectorized loop of 4, ``A`` an ``ir_builder.pointer`` (size unknown)."""
     ib = loom.ir_builder.create()

@@ -181,6 +181,21 @@ def test_if_then_else_runs_only_the_taken_side() -> None:
     assert y[-1] != 0
 
 
+def test_vector_if_then_else_with_a_scalar_condition_reads_only_the_taken_side() -> None:
+    """A padding row read by a vector: ``if (i >= 1)`` guards the load of row ``i - 1`` (never row -1)."""
+    A = loom.decl_buffer((N,), "float32", name="A")
+    Y = loom.decl_buffer((N + 4,), "float32", name="Y")
+    i = loom.var("i")
+    rows = (N + 4) // 4
+    guarded = loom.if_then_else(i >= 1, A[E.Ramp((i - 1) * 4, 1, 4)], E.Broadcast(loom.const(-1.0, "float32"), 4))
+    f = PrimFunc([A.data, Y.data], S.For(i, 0, rows, "serial", S.BufferStore(Y, guarded, [E.Ramp(i * 4, 1, 4)])),
+                 buffer_map={A.data: A, Y.data: Y})
+    y = check_against_interp(f, data("float32", 3), np.zeros(N + 4, "float32"))[-1]
+    assert (y[:4] == -1).all()
+    source = loom.build(f, target="c").get_source()
+    assert "if ((1 <= i))" in source or "if ((i >= 1))" in source
+
+
 def test_let_expression_and_scalar_params() -> None:
     """Scalar parameters arrive through the ABI words; Let binds once."""
     A = loom.decl_buffer((N,), "float64", name="A")
