@@ -63,12 +63,16 @@ __all__ = [
     "layout", "bijective_layout",
     "lower", "build", "build_config", "nd",
     "ir", "arith", "schedule", "ir_builder", "plugins", "runtime", "target", "te", "testing", "transform", "driver", "hybrid", "Target", "Device", "VirtualDevice", "CompilationConfig",
-    "cpu", "cuda", "device", "context", "gpu", "logconfig", "jit", "language", "tune", "autotune",
+    "cpu", "cuda", "device", "context", "gpu", "logconfig", "jit", "language", "tune", "autotune", "topi",
 ]
 
 
 def __getattr__(name: str) -> object:
-    # loom.tune (and its @loom.autotune) load on first use: `import loom` stays as quick as it was.
+    # loom.tune (and its @loom.autotune) and loom.topi load on first use: `import loom` stays quick.
+    if name == "topi":
+        import importlib
+
+        return importlib.import_module(".topi", __name__)
     if name in ("tune", "autotune"):
         import importlib
 

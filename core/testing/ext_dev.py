@@ -176,7 +176,7 @@ def loom_target_kinds() -> list[Any]:
             # no default: given (ext_dev -thread_warp_size=32), cross-thread reductions use warp shuffles
             "thread_warp_size": AttrSpec(int, doc="threads per warp, when the kernels should use warp shuffles"),
         },
-        default_keys=("ext_dev",),
+        default_keys=("ext_dev", "gpu"),  # a GPU-like device: topi's gpu schedules bind its threads
         doc="test device with memory of its own; kernels run on the interpreter with GPU semantics",
     )]
 
