@@ -10,7 +10,9 @@ interleaved (instruction-level parallelism on one real thread):
   a touched variable, a buffer stored to with a touched index or value;
 - an ``Allocate`` inside the region whose buffer is touched gets a new leading
   dimension of ``n`` (one copy per virtual thread), every access indexed with
-  ``iv.var`` first;
+  ``iv.var`` first; a ``tvm_access_ptr`` into it (``B.access_ptr(...)``) moves by
+  one copy per thread, and passing its bare address to a call is an error (the
+  callee would see thread 0's copy);
 - a statement that uses a touched variable is replaced by its ``n`` copies
   (unrolled when it holds no loop and ``n < 16``, else a serial loop over a new
   ``<var>.s``); a loop or condition whose bounds are touched is copied whole;
@@ -168,6 +170,34 @@ class _Injector(Mutator):
         if buf is e.buffer and all(a is b for a, b in zip(indices, e.indices)):
             return e
         return E.BufferLoad(buf, self._indices(buf, e.buffer, indices))
+
+    def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        out = self.generic_visit(e)
+        if isinstance(e.op, Op) and e.op.name == "tir.tvm_access_ptr":
+            data = e.args[1]
+            if isinstance(data, E.Var) and id(data) in self.expand:
+                return self._shift_access_ptr(out, data)
+            return out
+        for a in e.args:
+            if isinstance(a, E.Var) and id(a) in self.expand:
+                name = getattr(e.op, "name", e.op)
+                raise LoomValueError(f"virtual thread {self.var.name}: the address of {a.name}, of which each virtual "
+                                     f"thread has its own copy, is passed to {name}; pass {a.name}.access_ptr(...) "
+                                     "or address_of(...) instead, which point into the thread's copy")
+        return out
+
+    def _shift_access_ptr(self, call: E.Call, data: E.Var) -> E.PrimExpr:
+        """``tvm_access_ptr`` into the virtual thread's copy: the offset moves by one copy per thread."""
+        self.seen = True
+        annotation, _, offset, extent, mask = call.args
+        span: E.PrimExpr = const(1, offset.dtype)
+        for x in self.extents[id(data)]:
+            span = span * (x if x.dtype == offset.dtype else E.Cast(offset.dtype, x))
+        lanes = annotation.dtype.lanes
+        if lanes > 1:  # offsets count elements of the annotation's (vector) type
+            span = E.FloorDiv(span, const(lanes, offset.dtype))
+        thread = self.var if self.var.dtype == offset.dtype else E.Cast(offset.dtype, self.var)
+        return E.Call(call.dtype, call.op, [annotation, data, offset + thread * span, extent, mask])
 
     # -- statements -----------------------------------------------------------
     def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:

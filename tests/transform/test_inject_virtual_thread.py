@@ -172,3 +172,43 @@ def test_scheduled_vthread_through_the_driver():
     x, z = np.arange(16, dtype="float32"), np.zeros(16, "float32")
     build(s, [X, Z], target="interp")(x, z)
     np.testing.assert_array_equal(z, x * 2 + 1)
+
+
+def _sum_through_a_pointer(pointer_of):
+    """Each virtual thread stages 4 elements in a local buffer and sums them in an extern function."""
+    L = loom.decl_buffer((4,), "int32", name="L", scope="local")
+    i = loom.var("i")
+
+    def body(vt):
+        return Allocate(L.data, "int32", [4], True, seq(
+            For(i, 0, 4, "serial", BufferStore(L, A[vt * 4 + i] * 2, [i])),
+            BufferStore(B, loom.call_extern("int32", "sum4", pointer_of(L)), [vt])), "local")
+
+    return func(vthread(2, body))
+
+
+def test_access_ptr_points_into_the_threads_own_copy():
+    """``L.access_ptr`` of a buffer each virtual thread has a copy of moves by one copy per thread.
+
+    Before, every copy of the call got offset 0, so thread 1 summed thread 0's elements.
+    """
+    f = _sum_through_a_pointer(lambda L: L.access_ptr("r"))
+    after = InjectVirtualThread()(f)
+    offsets = [str(loom.arith.Analyzer().simplify(c.args[2]))
+               for c in collect(after.body, lambda x: getattr(getattr(x, "op", None), "name", "") == "tir.tvm_access_ptr")]
+    assert offsets == ["0", "4"]
+
+    def sum4(p):
+        return int(np.asarray(p)[:4].sum())
+
+    for g in (f, after):
+        a, b = np.arange(64, dtype="int32"), np.zeros(64, "int32")
+        evaluate(g, a, b, externs={"sum4": sum4})
+        assert list(b[:2]) == [(0 + 1 + 2 + 3) * 2, (4 + 5 + 6 + 7) * 2]
+
+
+def test_a_bare_address_of_a_copied_buffer_is_an_error():
+    f = _sum_through_a_pointer(lambda L: L.data)
+    with pytest.raises(LoomValueError, match="the address of L, of which each virtual thread has its own copy, "
+                                             "is passed to tir.call_extern"):
+        InjectVirtualThread()(f)
