@@ -16,6 +16,7 @@ is an int (every side), a pair ``(h, w)`` (both sides of each), a quadruple
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
 from .. import tag
@@ -64,31 +65,59 @@ def _check(data: Tensor, kernel: Tensor, what: str) -> None:
             raise LoomValueError(f"{what}: {role} must have 4 dimensions, got shape {list(t.shape)}")
 
 
+@dataclass(frozen=True)
+class _Window:
+    """Where a convolution's window reads the padded data: ``row(y, ry)``, ``col(x, rx)``."""
+
+    padded: Tensor
+    out_h: E.PrimExpr
+    out_w: E.PrimExpr
+    stride: tuple[Any, Any]
+    dilation: tuple[Any, Any]
+
+    def row(self, y: Any, ry: Any) -> E.PrimExpr:
+        return window_index(y, self.stride[0], ry, self.dilation[0])
+
+    def col(self, x: Any, rx: Any) -> E.PrimExpr:
+        return window_index(x, self.stride[1], rx, self.dilation[1])
+
+
+def _window(what: str, data: Tensor, h_axis: int, kernel_hw: tuple[Any, Any], stride: Any, padding: Padding,
+            dilation: Any) -> _Window:
+    """The padded input and output size of a convolution whose H and W axes are ``h_axis``, ``h_axis + 1``."""
+    stride_h, stride_w = pair(stride, "stride", what)
+    dil_h, dil_w = pair(dilation, "dilation", what)
+    kh, kw = kernel_hw
+    dkh, dkw = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
+    top, left, bottom, right = get_pad_tuple(padding, (dkh, dkw))
+    before: list[Any] = [0] * data.ndim
+    after: list[Any] = [0] * data.ndim
+    before[h_axis], before[h_axis + 1], after[h_axis], after[h_axis + 1] = top, left, bottom, right
+    return _Window(_pad(data, before, after),
+                   out_size(data.shape[h_axis], dkh, top, bottom, stride_h),
+                   out_size(data.shape[h_axis + 1], dkw, left, right, stride_w),
+                   (stride_h, stride_w), (dil_h, dil_w))
+
+
 def conv2d_nchw(data: Tensor, kernel: Tensor, stride: Any, padding: Padding, dilation: Any = 1,
                 out_dtype: str | None = None) -> Tensor:
     """Convolution of NCHW ``data`` with an OIHW ``kernel`` (tag ``"conv2d_nchw"``)."""
     what = "conv2d_nchw"
     _check(data, kernel, what)
     out_dtype = out_dtype or data.dtype
-    stride_h, stride_w = pair(stride, "stride", what)
-    dil_h, dil_w = pair(dilation, "dilation", what)
-    batch, in_c, height, width = data.shape
+    batch, in_c, _, _ = data.shape
     out_c, k_in_c, kh, kw = kernel.shape
-    _same_channels(in_c, k_in_c, "conv2d_nchw")
-    dkh, dkw = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    top, left, bottom, right = get_pad_tuple(padding, (dkh, dkw))
-    out_h = out_size(height, dkh, top, bottom, stride_h)
-    out_w = out_size(width, dkw, left, right, stride_w)
-    padded = _pad(data, [0, 0, top, left], [0, 0, bottom, right])
+    _same_channels(in_c, k_in_c, what)
+    win = _window(what, data, 2, (kh, kw), stride, padding, dilation)
     rc = reduce_axis((0, in_c), name="rc")
     ry = reduce_axis((0, kh), name="ry")
     rx = reduce_axis((0, kw), name="rx")
     return compute(
-        (batch, out_c, out_h, out_w),
+        (batch, out_c, win.out_h, win.out_w),
         lambda n, f, y, x: te_sum(
-            padded[n, rc, window_index(y, stride_h, ry, dil_h), window_index(x, stride_w, rx, dil_w)].astype(out_dtype)
+            win.padded[n, rc, win.row(y, ry), win.col(x, rx)].astype(out_dtype)
             * kernel[f, rc, ry, rx].astype(out_dtype), axis=[rc, ry, rx]),
-        name="conv2d_nchw", tag=tag.CONV2D_NCHW)
+        name=what, tag=tag.CONV2D_NCHW)
 
 
 def conv2d_nhwc(data: Tensor, kernel: Tensor, stride: Any, padding: Padding, dilation: Any = 1,
@@ -97,25 +126,19 @@ def conv2d_nhwc(data: Tensor, kernel: Tensor, stride: Any, padding: Padding, dil
     what = "conv2d_nhwc"
     _check(data, kernel, what)
     out_dtype = out_dtype or data.dtype
-    stride_h, stride_w = pair(stride, "stride", what)
-    dil_h, dil_w = pair(dilation, "dilation", what)
-    batch, height, width, in_c = data.shape
+    batch, _, _, in_c = data.shape
     kh, kw, k_in_c, out_c = kernel.shape
-    _same_channels(in_c, k_in_c, "conv2d_nhwc")
-    dkh, dkw = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    top, left, bottom, right = get_pad_tuple(padding, (dkh, dkw))
-    out_h = out_size(height, dkh, top, bottom, stride_h)
-    out_w = out_size(width, dkw, left, right, stride_w)
-    padded = _pad(data, [0, top, left, 0], [0, bottom, right, 0])
+    _same_channels(in_c, k_in_c, what)
+    win = _window(what, data, 1, (kh, kw), stride, padding, dilation)
     ry = reduce_axis((0, kh), name="ry")
     rx = reduce_axis((0, kw), name="rx")
     rc = reduce_axis((0, in_c), name="rc")
     return compute(
-        (batch, out_h, out_w, out_c),
+        (batch, win.out_h, win.out_w, out_c),
         lambda n, y, x, f: te_sum(
-            padded[n, window_index(y, stride_h, ry, dil_h), window_index(x, stride_w, rx, dil_w), rc].astype(out_dtype)
+            win.padded[n, win.row(y, ry), win.col(x, rx), rc].astype(out_dtype)
             * kernel[ry, rx, rc, f].astype(out_dtype), axis=[ry, rx, rc]),
-        name="conv2d_nhwc", tag=tag.CONV2D_NHWC)
+        name=what, tag=tag.CONV2D_NHWC)
 
 
 def conv2d(data: Tensor, kernel: Tensor, strides: Any, padding: Padding, dilation: Any = 1,
