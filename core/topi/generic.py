@@ -7,7 +7,9 @@ are inlined into their consumers; every other stage is scheduled for the target:
 * a target with the ``cpu`` key (``llvm``, ``c``): the loops outside the innermost
   output axis are fused and run in parallel, reductions go between them and the
   innermost axis, and that axis is vectorized (split by a vector width when it is
-  longer; a 1-D output runs its vector chunks in parallel);
+  longer; a 1-D output runs its vector chunks in parallel); an NCHW convolution
+  with output channels and columns in multiples of 8 accumulates 8 x 8 register
+  blocks in a cache, its padding computed first;
 * a target with the ``gpu`` key (``cuda``): each stage's output axes are fused and
   split over ``blockIdx.x`` / ``threadIdx.x`` (the target's ``max_num_threads``,
   at most 256 per block), reductions run inside each thread;
@@ -41,6 +43,7 @@ from ..te import create_schedule, thread_axis
 from ..te.auto_inline import is_injective
 from ..te.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp, Tensor
+from . import tag
 from .util import traverse_graph
 
 __all__ = ["schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce",
@@ -49,6 +52,8 @@ __all__ = ["schedule_injective", "schedule_elemwise", "schedule_broadcast", "sch
 Outputs = Union[Tensor, Sequence[Tensor]]
 #: Bytes of one vector register the CPU schedules fill (AVX2; wider units still profit).
 VECTOR_BYTES = 32
+#: Output channels and columns of one register block of the CPU convolution schedule.
+CONV_TILE = 8
 #: Threads per block of the GPU schedules, when the target allows as many.
 GPU_BLOCK = 256
 
@@ -60,7 +65,7 @@ def _outputs(outs: Outputs) -> list[Tensor]:
     return tensors
 
 
-def _schedule(outs: Outputs, stage_schedule: Callable[[Stage, ComputeOp], None]) -> Schedule:
+def _schedule(outs: Outputs, stage_schedule: Callable[[Schedule, ComputeOp], None]) -> Schedule:
     """Inline the injective stages that are not outputs; schedule every other compute stage."""
     tensors = _outputs(outs)
     s = create_schedule([t.op for t in tensors])
@@ -77,7 +82,7 @@ def _schedule(outs: Outputs, stage_schedule: Callable[[Stage, ComputeOp], None])
 
     traverse_graph(tensors, visit)
     for op in stages:
-        stage_schedule(s[op], op)
+        stage_schedule(s, op)
     return s
 
 
@@ -99,13 +104,16 @@ def _lanes(op: ComputeOp) -> int:
     return max(1, VECTOR_BYTES * 8 // max(8, bits))
 
 
-def _plain_stage(stage: Stage, op: ComputeOp) -> None:
+def _plain_stage(s: Schedule, op: ComputeOp) -> None:
     if not op.reduce_axis and len(op.axis) > 1:
-        stage.fuse(*op.axis)
+        s[op].fuse(*op.axis)
 
 
-def _cpu_stage(stage: Stage, op: ComputeOp) -> None:
+def _cpu_stage(s: Schedule, op: ComputeOp) -> None:
     """Parallel over the outer output axes, reductions next, a vector of the innermost output axis inside."""
+    if op.tag == tag.CONV2D_NCHW and _cpu_conv2d_nchw(s, op):
+        return
+    stage = s[op]
     spatial, reduce = list(op.axis), list(op.reduce_axis)
     if not spatial:
         return
@@ -127,7 +135,43 @@ def _split_for_vectors(stage: Stage, axis: E.IterVar, extent: int | None, lanes:
     return [outer], vector
 
 
-def _gpu_stage(stage: Stage, op: ComputeOp) -> None:
+def _cpu_conv2d_nchw(s: Schedule, op: ComputeOp) -> bool:
+    """Register blocks of ``CONV_TILE`` output channels x columns, accumulated over the whole reduction.
+
+    The padded input is computed first, in parallel over rows; the output rows run
+    in parallel; each block accumulates in a small cache with its columns
+    vectorized.  Only for constant channel and column counts the tile divides
+    (False otherwise: the generic reduction schedule applies).
+    """
+    _, channels, _, columns = (_const_extent(iv) for iv in op.axis)
+    if channels is None or columns is None or channels % CONV_TILE or columns % CONV_TILE:
+        return False
+    padded = op.input_tensors[0]
+    if isinstance(padded.op, ComputeOp):  # padding: its own parallel stage, not inlined into every read
+        pad = s[padded]
+        pad.compute_root()
+        pb, pc, py, px = padded.op.axis
+        pad.reorder(pb, py, pc, px)
+        pad.parallel(pad.fuse(pb, py))
+    conv = op.output(0)
+    acc = s.cache_write(conv, "global")
+    stage = s[conv]
+    b, f, y, x = conv.op.axis
+    fo, fi = stage.split(f, factor=CONV_TILE)
+    xo, xi = stage.split(x, factor=CONV_TILE)
+    stage.reorder(b, y, fo, xo, fi, xi)
+    stage.parallel(stage.fuse(b, y))
+    stage.vectorize(xi)
+    s[acc].compute_at(stage, xo)
+    _, af, _, ax = s[acc].op.axis
+    s[acc].reorder(*s[acc].op.reduce_axis, af, ax)
+    s[acc].unroll(af)
+    s[acc].vectorize(ax)
+    return True
+
+
+def _gpu_stage(s: Schedule, op: ComputeOp) -> None:
+    stage = s[op]
     target = Target.current()
     limit = target.get_attr("max_num_threads", GPU_BLOCK) if target is not None else GPU_BLOCK
     fused = stage.fuse(*op.axis)  # no axis: a singleton loop to bind

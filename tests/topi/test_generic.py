@@ -63,6 +63,29 @@ def test_cpu_conv2d_schedule_puts_the_reduction_outside_the_vector():
     assert sorted(_annotations(s, C).values()) == ["parallelized", "vectorized"]
 
 
+@pytest.mark.parametrize("target", ["llvm", "c", "interp"])
+def test_cpu_conv2d_schedule_tiles_channels_and_columns_in_registers(target):
+    """16 output channels x 16 columns: 8 x 8 register blocks accumulated in a cache, the padding its own stage."""
+    A = loom.placeholder((2, 5, 9, 16), name="A")
+    W = loom.placeholder((16, 5, 3, 3), name="W")
+    B = topi.nn.conv2d(A, W, (2, 1), 1)
+    C = topi.nn.relu(B)
+    with loom.Target(target):
+        s = topi.generic.schedule_conv2d_nchw(C)
+    pad = B.op.input_tensors[0]
+    assert s[pad].attach_type == "root" and "parallelized" in _annotations(s, pad).values()
+    assert [iv.var.name for iv in s[B].leaf_iter_vars] == ["n.y.fused", "f.outer", "x.outer", "f.inner", "x.inner"]
+    cache = [st for st in s.stages if st.op.name == "conv2d_nchw.global"]
+    assert len(cache) == 1 and cache[0].attach_type == "scope"  # at x.outer: n.c and y.c have extent 1 there
+    assert [iv.var.name for iv in cache[0].leaf_iter_vars] == ["n.c", "rc", "y.c", "ry", "rx", "f.c", "x.c"]
+    assert sorted(_annotations(s, cache[0].op.output(0)).values()) == ["unrolled", "vectorized"]
+    a, w = rand((2, 5, 9, 16)), rand((16, 5, 3, 3), seed=5)
+    got_b, got_c = run(C, [A, W, B, C], [a, w], target, topi.generic.schedule_conv2d_nchw)
+    want = conv2d_nchw_python(a, w, (2, 1), 1)
+    np.testing.assert_allclose(got_b, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_c, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_symbolic_shapes_and_a_scalar_parameter_on_the_cpu():
     """TVM's tensor-scalar test: ``A + k`` over shape variables, the vector tail guarded."""
     n0, n1 = loom.var("n0"), loom.var("n1")

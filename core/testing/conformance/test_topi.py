@@ -27,14 +27,14 @@ def _schedule(kind: KindUnderTest, schedule, outs):
 
 def test_conv2d_relu_and_max_pool(kind_under_test: KindUnderTest) -> None:
     kind = kind_under_test
-    A = loom.placeholder((2, 3, 9, 9), name="A")
-    W = loom.placeholder((4, 3, 3, 3), name="W")
+    A = loom.placeholder((2, 3, 9, 16), name="A")  # 8 channels x 16 columns: the CPU's register-tiled schedule
+    W = loom.placeholder((8, 3, 3, 3), name="W")
     R = topi.nn.relu(topi.nn.conv2d(A, W, strides=1, padding=1))
     P = topi.nn.pool(R, (3, 3), (2, 2), (1, 1, 1, 1), "max")
     s = _schedule(kind, topi.generic.schedule_pool, P)
     f = kind.build(s, [A, W, P])
-    a, w = rand((2, 3, 9, 9)), rand((4, 3, 3, 3), seed=1)
-    got = kind.run(f, a, w, np.zeros((2, 4, 5, 5), "float32"))[-1]
+    a, w = rand((2, 3, 9, 16)), rand((8, 3, 3, 3), seed=1)
+    got = kind.run(f, a, w, np.zeros((2, 8, 5, 8), "float32"))[-1]
     conv = np.maximum(topi.testing.conv2d_nchw_python(a, w, 1, 1), 0)
     want = topi.testing.pool_nchw_python(conv, (3, 3), (2, 2), (1, 1, 1, 1), "max")
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
