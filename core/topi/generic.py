@@ -32,7 +32,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, Union
+from typing import Callable, Sequence, Union
 
 from ..arith import Analyzer
 from ..errors import LoomTypeError
@@ -44,7 +44,6 @@ from ..te.auto_inline import is_injective
 from ..te.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp, Tensor
 from . import tag
-from .util import traverse_graph
 
 __all__ = ["schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce",
            "schedule_conv2d_nchw", "schedule_conv2d_nhwc", "schedule_pool"]
@@ -70,19 +69,14 @@ def _schedule(outs: Outputs, stage_schedule: Callable[[Schedule, ComputeOp], Non
     tensors = _outputs(outs)
     s = create_schedule([t.op for t in tensors])
     outputs = {id(t.op) for t in tensors}
-    stages: list[ComputeOp] = []
-
-    def visit(op: Any) -> None:
-        if not isinstance(op, ComputeOp):
-            return  # extern, scan and hybrid stages keep their own loops
+    # the schedule's stages are the graph's operations; extern, scan and hybrid ones keep their own loops
+    ops = [st.op for st in s.stages if isinstance(st.op, ComputeOp)]
+    for op in ops:
         if is_injective(op) and id(op) not in outputs:
             s[op].compute_inline()
-        else:
-            stages.append(op)
-
-    traverse_graph(tensors, visit)
-    for op in stages:
-        stage_schedule(s, op)
+    for op in ops:
+        if s[op].attach_type != "inline":
+            stage_schedule(s, op)
     return s
 
 

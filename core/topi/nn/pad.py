@@ -20,6 +20,7 @@ from ...ir import expr_ops as ops
 from ...ir.intrin import if_then_else
 from ...te import compute
 from ...te.tensor import Tensor
+from ._util import is_zero
 
 __all__ = ["pad"]
 
@@ -54,16 +55,12 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
     def body(*index: E.Var) -> E.PrimExpr:
         inside, at = [], []
         for i, d, b, a in zip(index, data.shape, before, after):
-            at.append(i if _is_zero(b) else ops.sub(i, b))
-            if not _is_zero(b):
+            at.append(i if is_zero(b) else ops.sub(i, b))
+            if not is_zero(b):
                 inside.append(i >= b)
-            if not _is_zero(a):
+            if not is_zero(a):
                 inside.append(i < ops.add(d, b))
         value = data[tuple(at)]
         return if_then_else(ops.all(*inside), value, fill) if inside else value
 
     return compute(shape, body, name=name, tag=tag.INJECTIVE)
-
-
-def _is_zero(width: E.PrimExpr) -> bool:
-    return isinstance(width, E.IntImm) and width.value == 0
