@@ -85,12 +85,12 @@ class BoundCall:
         copies, self._copies = self._copies, []
         for orig, clone, snapshot, what in copies:
             bits = np.dtype(f"u{orig.itemsize}") if orig.itemsize in (1, 2, 4, 8) else None
-            if orig.dtype.kind == "V":  # vector elements (opaque bytes) compare bytewise
-                changed = clone != snapshot
-            elif bits is None:
-                changed = np.ones(orig.shape, dtype=bool)
-            else:
+            if bits is not None:  # bits, not values: -0.0 stored over 0.0 is a change (ml_dtypes' too)
                 changed = clone.view(bits) != snapshot.view(bits)
+            elif orig.dtype.kind == "V":  # wider vector elements (opaque bytes) compare bytewise
+                changed = clone != snapshot
+            else:
+                changed = np.ones(orig.shape, dtype=bool)
             if not changed.any():
                 continue
             if not orig.flags.writeable:

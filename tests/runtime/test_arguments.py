@@ -206,6 +206,21 @@ def test_only_written_elements_are_copied_back():
     assert a.tolist() == [5, 1, 2, 99]
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16"])
+def test_negative_zero_written_over_zero_is_copied_back(dtype: str) -> None:
+    """A write is a change of bits, not of value: -0.0 over 0.0 comes back (bfloat16's numpy kind is 'V' too)."""
+    import ml_dtypes
+
+    npd = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    A = loom.decl_buffer((4,), dtype, name="A")
+    f = prim(BufferStore(A, loom.const(-0.0, dtype), [1]), A, name="negative_zero")
+    raw = np.zeros(4 * npd.itemsize + 512, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 256 + 16
+    a = raw[start:start + 4 * npd.itemsize].view(npd)  # zeros, 16 bytes past a 256-byte boundary: copied
+    build(f)(a)
+    assert np.signbit(a.astype("float32")).tolist() == [False, True, False, False]
+
+
 def test_aligned_arrays_are_passed_without_copy():
     a, b, c = nd.array(np.ones(8, "float32")), nd.empty((8,), "float32"), nd.empty((8,), "float32")
     call = ArgumentChecker(vadd()).bind((a, b, c))
