@@ -45,6 +45,7 @@ from loom.runtime.abi import NATIVE_ALIGNMENT, abi_vars, function_symbol
 from .calls import ModuleCalls
 from .codegen_expr import I64, PTR, llvm_type
 from .codegen_stmt import StmtEmitter
+from .float16 import define_conversions, uses_half
 from .intrinsic_rules import rules_for
 from .parallel import thread_count_global
 
@@ -195,4 +196,6 @@ def codegen_module(mod: IRModule, target: Any = None) -> ir.Module:
     calls, rules = ModuleCalls(out, symbols), rules_for(target)
     for name, func in funcs.items():
         codegen_function(out, func, symbols[name], fp_contract, rules, calls, label=name)
+    if uses_half(str(out)):  # the conversions LLVM calls where the CPU has no instruction
+        define_conversions(out)
     return out
