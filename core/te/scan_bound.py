@@ -52,14 +52,17 @@ def _scan_loop(stage: Any) -> E.IterVar:
     return leaf
 
 
-def _attach_in_scan(s: Any, scan_stage: Any, leaf: E.IterVar) -> None:
-    """Put a stage of the update inside the scan's loop, or check that its attachment is inside it."""
+def _attach_in_scan(s: Any, scan_stage: Any, leaf: E.IterVar, updates: set[int]) -> None:
+    """Put a stage of the update inside the scan's loop, or check that its attachment is inside it.
+
+    ``updates`` holds the ``id`` of each update's stage (its operation may be a cache_read's rewrite of the
+    one the scan names)."""
     name, scan_name = s.op.name, scan_stage.op.name
     if s.is_output:
         raise LoomValueError(f"{name} is a step of scan {scan_name} (it reads the state), computed one row at a time "
                              f"inside the scan's loop; it cannot be an output (the scan's outputs hold every row)")
     if s.attach_type == "inline":
-        if any(s.op is t.op for t in scan_stage.op.update):
+        if id(s) in updates:
             raise LoomValueError(f"compute_inline on {name}: it is an update of scan {scan_name}, which stores it "
                                  f"as its output; an update cannot be inlined")
         return
@@ -137,8 +140,9 @@ def prepare_scans(sch: Any) -> None:
                                      f"loom.compute (a step computes one row of it)")
         sources = [stage_of(sch, t) for t in op.state_placeholder + op.inputs]
         body = dataflow_between([stage_of(sch, t) for t in op.update], sources, inputs_of)
+        updates = {id(stage_of(sch, u)) for u in op.update}
         for st in body:
-            _attach_in_scan(st, stage, leaf)
+            _attach_in_scan(st, stage, leaf, updates)
         inside = {id(st.op) for st in body}
         for state in op.state_placeholder:
             for r in readers.get(id(state.op), []):

@@ -127,6 +127,13 @@ def test_stages_of_the_update_stay_inside_the_scan():
     s[update].compute_inline()
     with pytest.raises(LoomValueError, match="update of scan scan, which stores it"):
         _lowered(s)
+    # The same after cache_read rewrote the update to read a copy: the scan still names the old operation
+    # (this lowered to a scan loop computing nothing, its rows left unwritten).
+    s = loom.create_schedule(S.op)
+    s.cache_read(X, "global", [update])
+    s[update].compute_inline()
+    with pytest.raises(LoomValueError, match="update of scan scan, which stores it"):
+        _lowered(s)
     s = loom.create_schedule(S.op)
     s[init].compute_inline()
     with pytest.raises(LoomValueError, match="init of scan scan, which reads it whole"):
