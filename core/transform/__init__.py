@@ -26,6 +26,7 @@ from .split_host_device import SplitHostDevice, split_host_device
 from .thread_sync import ThreadSync, thread_sync
 from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_intrin import LowerIntrin, lower_intrin
+from .legalize_narrow_floats import LegalizeNarrowFloats, legalize_narrow_floats
 from .ssa import convert_ssa, uses_var, verify_ssa
 from .inline import inline
 
@@ -39,5 +40,6 @@ __all__ = [
     "InjectVirtualThread", "inject_virtual_thread", "InjectDoubleBuffer", "inject_double_buffer",
     "StorageRewrite", "storage_rewrite", "MakeAPI", "make_api", "SplitHostDevice", "split_host_device",
     "ThreadSync", "thread_sync", "LowerIntrin", "lower_intrin", "LowerThreadAllreduce",
+    "LegalizeNarrowFloats", "legalize_narrow_floats",
     "verify_ssa", "convert_ssa", "uses_var", "inline",
 ]

@@ -62,8 +62,10 @@ from loom.runtime.abi import (DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL, DEVICE_ID
                               NATIVE_ALIGNMENT, abi_vars, function_symbol, import_symbol)
 from loom.runtime.native_library import THREADS_SYMBOL
 from loom.runtime.packed import PACKED_CALL_SYMBOL
+from loom.transform.legalize_narrow_floats import legalize_narrow_floats
 
 from .intrinsic_rules import rules_for
+from .narrow_floats import from_word, is_narrow, narrow_cast, narrow_literal, to_word
 from .packed import PACKED_CALL_TYPEDEF, render_call_packed
 from .vector_ops import VECTOR_CODE_FOR_OP
 
@@ -90,6 +92,18 @@ def _prefetch(r: Any, n: E.Call) -> str:
     return f"__builtin_prefetch({r.expr(prefetch_address(where))}, {r.expr(rw)}, {r.expr(locality)})"
 
 
+_TEMPLATES: dict[Any, Any] = {**CStyleRenderer.code_for_op, **VECTOR_CODE_FOR_OP}
+
+
+def _cast(r: Any, n: E.Cast) -> str:
+    narrow = narrow_cast(r, n)
+    return narrow if narrow is not None else _TEMPLATES[E.Cast](r, n)
+
+
+def _float_literal(r: Any, n: E.FloatImm) -> str:
+    return narrow_literal(n) if is_narrow(n.dtype) else _TEMPLATES[E.FloatImm](r, n)
+
+
 class CRenderer(CStyleRenderer):
     """The C dialect: native-ABI functions, runtime slots, the thread knob, OpenMP thread counts.
 
@@ -111,8 +125,11 @@ class CRenderer(CStyleRenderer):
         "  return t < 1 ? 1 : (int)t;\n}\n")
     #: The most argument pointers are assumed aligned to (what the runtime guarantees).
     param_alignment: ClassVar[int] = NATIVE_ALIGNMENT
-    code_for_op: ClassVar[dict[Any, Any]] = {**CStyleRenderer.code_for_op, **VECTOR_CODE_FOR_OP,
-                                             "tir.call_packed": render_call_packed, "tir.prefetch": _prefetch}
+    code_for_op: ClassVar[dict[Any, Any]] = {**_TEMPLATES,
+                                             "tir.call_packed": render_call_packed, "tir.prefetch": _prefetch,
+                                             E.Cast: _cast, E.FloatImm: _float_literal}
+    #: float16 and bfloat16 values are their bits (:mod:`loom_c.narrow_floats`).
+    type_map: ClassVar[dict[str, str]] = {**CStyleRenderer.type_map, "float16": "uint16_t", "bfloat16": "uint16_t"}
 
     def __init__(self, openmp: bool = False, target: Any = None) -> None:
         super().__init__(openmp, rules_for(target))
@@ -148,6 +165,8 @@ class CRenderer(CStyleRenderer):
                 self.emit(f"{ct} *{restrict}{c} = ({ct} *){ptr};")
             elif v.dtype.is_handle:
                 self.emit(f"void *{self.name(v)} = (void *)(uintptr_t)args[{k}];")
+            elif is_narrow(v.dtype):
+                self.emit(f"const uint16_t {self.name(v)} = {from_word(self, v.dtype, f'loom_f64_of_bits(args[{k}])')};")
             elif v.dtype.is_float:
                 self.emit(f"const {self.type_name(v.dtype)} {self.name(v)} = "
                           f"({self.type_name(v.dtype)})loom_f64_of_bits(args[{k}]);")
@@ -236,7 +255,7 @@ class CRenderer(CStyleRenderer):
             return f"(uint64_t)(uintptr_t)({text})"
         if t.is_float:
             self.declarations.setdefault("loom_bits_of_f64", _BITS_OF_F64)
-            return f"loom_bits_of_f64((double)({text}))"
+            return f"loom_bits_of_f64({to_word(self, t, text) if is_narrow(t) else f'(double)({text})'})"
         if t.is_uint or t.is_bool:
             return f"(uint64_t)({text})"
         return f"(uint64_t)(int64_t)({text})"
@@ -255,6 +274,16 @@ class CSource:
     symbols: dict[str, str]
 
 
+def _legalized(mod: IRModule | PrimFunc) -> IRModule | PrimFunc:
+    if isinstance(mod, PrimFunc):
+        body = legalize_narrow_floats(mod.body)
+        return mod if body is mod.body else mod.with_body(body)
+    functions = {n: _legalized(f) if isinstance(f, PrimFunc) else f for n, f in mod.functions.items()}
+    if all(functions[n] is f for n, f in mod.functions.items()):
+        return mod
+    return mod.with_(functions=functions)
+
+
 def generate(mod: IRModule | PrimFunc, openmp: bool = False, name: str = "default_function",
              target: Any = None) -> CSource:
     """Render every PrimFunc of ``mod`` (a lone PrimFunc is called ``name``) into one C file.
@@ -263,5 +292,6 @@ def generate(mod: IRModule | PrimFunc, openmp: bool = False, name: str = "defaul
     """
     renderer = CRenderer(openmp=openmp, target=target)
     funcs = {name: mod} if isinstance(mod, PrimFunc) else dict(mod.functions)
+    mod = _legalized(mod)  # 16-bit floats computed in float32, as numpy computes them
     text = renderer.render(mod, name)
     return CSource(f"{CRenderer.banner}\n{text}", {n: renderer.symbol(n) for n in funcs})

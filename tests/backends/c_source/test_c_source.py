@@ -87,11 +87,38 @@ def test_rendering_is_deterministic() -> None:
     assert generate(saxpy(), openmp=True).text == generate(saxpy(), openmp=True).text
 
 
-def test_unsupported_dtype_is_a_codegen_error() -> None:
+def test_a_dialect_without_a_type_is_a_codegen_error() -> None:
+    """The shared renderer has no 16-bit float type (CUDA's adds half; C keeps the bits: below)."""
     A = loom.decl_buffer((4,), "float16", name="A")
     f = PrimFunc([A.data], S.BufferStore(A, A[0], [1]), buffer_map={A.data: A})
     with pytest.raises(CodegenError, match="no C type for float16"):
-        generate(f)
+        CStyleRenderer().render_function("f", f)
+
+
+def test_16_bit_floats_are_their_bits_converted_where_the_ir_computes() -> None:
+    """float16 memory and values are uint16_t; each operation widens, computes in float and rounds back."""
+    A = loom.decl_buffer((4,), "float16", name="A")
+    B = loom.decl_buffer((4,), "bfloat16", name="B")
+    h = loom.var("h", "float16")
+    body = S.SeqStmt([S.BufferStore(A, A[0] * h + loom.const(1.5, "float16"), [1]),
+                      S.BufferStore(B, B[0].astype("float64").astype("bfloat16"), [2]),
+                      S.BufferStore(A, A[3], [2])])
+    f = PrimFunc([A.data, B.data, h], body, buffer_map={A.data: A, B.data: B})
+    text = generate(f, name="f").text
+    body_lines = lines(text[text.index("int32_t f("):])
+    assert "uint16_t * restrict A" in text or "uint16_t *A = " in text
+    assert "const uint16_t h = loom_f64_to_f16(loom_f64_of_bits(args[2]));" in body_lines
+    assert ("A[1] = loom_f32_to_f16((loom_f16_to_f32(loom_f32_to_f16((loom_f16_to_f32(A[0]) * loom_f16_to_f32(h))))"
+            " + loom_f16_to_f32(((uint16_t)0x3e00u))));") in body_lines
+    # float64 -> bfloat16 goes through float32, as ml_dtypes converts
+    assert "B[2] = loom_f32_to_bf16(((float)((double)loom_bf16_to_f32(B[0]))));" in body_lines
+    assert "A[2] = A[3];" in body_lines  # a copy moves bits
+    for helper in ("loom_f16_to_f32", "loom_f32_to_f16", "loom_f64_to_f16", "loom_bf16_to_f32", "loom_f32_to_bf16"):
+        assert text.count(f"static inline {'float' if 'to_f32' in helper else 'uint16_t'} {helper}(") == 1
+
+
+def test_16_bit_float_helpers_are_left_out_when_unused() -> None:
+    assert "loom_f16_to_f32" not in generate(saxpy()).text
 
 
 def test_compile_error_carries_the_message_and_command() -> None:
