@@ -62,7 +62,7 @@ from loom.runtime.abi import (DEVICE_ALLOC_SYMBOL, DEVICE_FREE_SYMBOL, DEVICE_ID
                               NATIVE_ALIGNMENT, abi_vars, function_symbol, import_symbol)
 from loom.runtime.native_library import THREADS_SYMBOL
 from loom.runtime.packed import PACKED_CALL_SYMBOL
-from loom.transform.legalize_narrow_floats import legalize_narrow_floats
+from loom.transform import LegalizeNarrowFloats
 
 from .intrinsic_rules import rules_for
 from .narrow_floats import from_word, is_narrow, narrow_cast, narrow_literal, to_word
@@ -274,16 +274,6 @@ class CSource:
     symbols: dict[str, str]
 
 
-def _legalized(mod: IRModule | PrimFunc) -> IRModule | PrimFunc:
-    if isinstance(mod, PrimFunc):
-        body = legalize_narrow_floats(mod.body)
-        return mod if body is mod.body else mod.with_body(body)
-    functions = {n: _legalized(f) if isinstance(f, PrimFunc) else f for n, f in mod.functions.items()}
-    if all(functions[n] is f for n, f in mod.functions.items()):
-        return mod
-    return mod.with_(functions=functions)
-
-
 def generate(mod: IRModule | PrimFunc, openmp: bool = False, name: str = "default_function",
              target: Any = None) -> CSource:
     """Render every PrimFunc of ``mod`` (a lone PrimFunc is called ``name``) into one C file.
@@ -292,6 +282,6 @@ def generate(mod: IRModule | PrimFunc, openmp: bool = False, name: str = "defaul
     """
     renderer = CRenderer(openmp=openmp, target=target)
     funcs = {name: mod} if isinstance(mod, PrimFunc) else dict(mod.functions)
-    mod = _legalized(mod)  # 16-bit floats computed in float32, as numpy computes them
+    mod = LegalizeNarrowFloats()(mod)  # 16-bit floats computed in float32, as numpy computes them
     text = renderer.render(mod, name)
     return CSource(f"{CRenderer.banner}\n{text}", {n: renderer.symbol(n) for n in funcs})
