@@ -5,6 +5,11 @@ signed types).  ``FloorDiv``/``FloorMod`` are Python's ``//`` and ``%``;
 ``Div``/``Mod`` on integers truncate toward zero.  Intervals here are pairs of
 exact Python ints; the analyses decide whether an interval "fits" a dtype,
 which is how they prove that a computation cannot overflow.
+
+An analyzer made with ``assume_no_overflow`` takes C's view of *signed*
+arithmetic instead (TVM's view of index arithmetic): it never overflows, so an
+exact interval that leaves the dtype is cut to the dtype rather than dismissed
+(:func:`exact_interval`).  Unsigned arithmetic and conversions still wrap.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from ..ir.dtype import DataType
 
 __all__ = [
     "int_range", "wrap", "signed_wrap", "fits", "trunc_div", "trunc_mod", "fold_int",
-    "is_int_type", "Interval", "iv_add", "iv_sub", "iv_mul", "iv_div", "divides_wrap",
+    "is_int_type", "Interval", "iv_add", "iv_sub", "iv_mul", "iv_div", "divides_wrap", "exact_interval",
 ]
 
 Interval = tuple[int, int]
@@ -56,6 +61,23 @@ def fits(lo: int, hi: int, t: DataType) -> bool:
     """True when every value in ``[lo, hi]`` is representable in ``t``."""
     tlo, thi = int_range(t)
     return tlo <= lo and hi <= thi
+
+
+def exact_interval(lo: int, hi: int, t: DataType, assume_no_overflow: bool) -> Optional[Interval]:
+    """The values an arithmetic result with exact interval ``[lo, hi]`` takes in ``t``.
+
+    ``[lo, hi]`` when it fits; None when it may wrap (the wrapped value could be
+    anything).  With ``assume_no_overflow`` a signed result never wraps, so it is
+    the part of ``[lo, hi]`` inside ``t`` (None when there is none: the result
+    cannot be computed without overflowing).
+    """
+    tlo, thi = int_range(t)
+    if tlo <= lo and hi <= thi:
+        return lo, hi
+    if assume_no_overflow and t.code == "int":
+        lo, hi = max(lo, tlo), min(hi, thi)
+        return (lo, hi) if lo <= hi else None
+    return None
 
 
 def divides_wrap(c: int, t: DataType) -> bool:

@@ -27,7 +27,7 @@ from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ._exprkey import expr_equal, uses_var
-from ._intmath import Interval, fits, int_range, is_int_type, iv_add
+from ._intmath import Interval, exact_interval, int_range, is_int_type, iv_add
 from .bound import ConstIntBound, ConstIntBoundAnalyzer
 from .canonical import CanonicalSimplifier
 from .int_set import IntervalSet, int_set
@@ -53,15 +53,33 @@ class Analyzer:
     - ``rewrite_simplify``, ``canonical_simplify``, ``simplify``: equal, simpler forms.
     - ``can_prove``, ``can_prove_equal``: True only when proven.
     - ``constraint_scope(cond)``: facts that hold inside a ``with`` block.
+
+    ``assume_no_overflow``: take signed integer arithmetic never to overflow, as TVM
+    does for index expressions (C's rule for signed ints); unsigned arithmetic and
+    conversions still wrap. None (the default) reads the current PassContext's
+    ``"arith.assume_no_overflow"`` option, which is False unless set.
+
+    >>> import loom
+    >>> x = loom.var("x")
+    >>> str(Analyzer().simplify(loom.min(x + 1, x + 10)))   # x + 10 may wrap
+    'min(x + 1, x + 10)'
+    >>> str(Analyzer(assume_no_overflow=True).simplify(loom.min(x + 1, x + 10)))
+    'x + 1'
     """
 
-    def __init__(self) -> None:
+    def __init__(self, assume_no_overflow: Optional[bool] = None) -> None:
+        if assume_no_overflow is None:
+            assume_no_overflow = _configured_no_overflow()
+        elif not isinstance(assume_no_overflow, bool):
+            raise LoomTypeError(f"Analyzer(assume_no_overflow=...) expects a bool, "
+                                f"got {type(assume_no_overflow).__name__}")
+        self.assume_no_overflow: bool = assume_no_overflow
         self._bounds: dict[E.Var, ConstIntBound] = {}
         self._modular: dict[E.Var, ModularSet] = {}
         self._subst: dict[E.Var, E.PrimExpr] = {}
         self._facts: list[E.PrimExpr] = []
-        self._bound = ConstIntBoundAnalyzer(self._bounds.get)
-        self._mod = ModularSetAnalyzer(self._modular.get, self._interval)
+        self._bound = ConstIntBoundAnalyzer(self._bounds.get, assume_no_overflow)
+        self._mod = ModularSetAnalyzer(self._modular.get, self._interval, assume_no_overflow)
         self._canonical = CanonicalSimplifier(self)
         self._rewrite = RewriteSimplifier(self)
 
@@ -243,9 +261,10 @@ class Analyzer:
         numbers congruent modulo 2**bits, both in range, are equal).
         """
         (alo, ahi), (blo, bhi) = self._interval(a), self._interval(b)
-        lo, hi = alo - bhi, ahi - blo
-        if not fits(lo, hi, a.dtype):
+        diff = exact_interval(alo - bhi, ahi - blo, a.dtype, self.assume_no_overflow)
+        if diff is None:
             return None
+        lo, hi = diff
         if a.dtype.lanes != 1:
             return lo, hi
         canon = self._canonical
@@ -349,7 +368,8 @@ class Analyzer:
         self._facts[:] = [f for f in self._facts if not uses_var(f, var)]
         if not isinstance(mn, E.IntImm):
             self._facts.append(E.LE(mn, var))
-        if not isinstance(ext, E.IntImm) and fits(*iv_add(self._interval(mn), self._interval(ext)), var.dtype):
+        end = exact_interval(*iv_add(self._interval(mn), self._interval(ext)), var.dtype, self.assume_no_overflow)
+        if not isinstance(ext, E.IntImm) and end is not None:
             self._facts.append(E.LT(var, self.simplify(E.Add(mn, ext))))
 
     def _learn(self, c: E.PrimExpr) -> None:
@@ -377,7 +397,7 @@ class Analyzer:
             self._learn_offset(a, b.value if lower is not None else None, b.value + upper)
         elif isinstance(a, E.IntImm):
             self._learn_offset(b, a.value - upper, a.value if lower is not None else None)
-        if not fits(alo - bhi, ahi - blo, a.dtype):
+        if exact_interval(alo - bhi, ahi - blo, a.dtype, self.assume_no_overflow) is None:
             return
         # a - b lies in [lower, upper]; the canonical sum is exactly a - b when it fits.
         s = self._canonical.to_sum(E.Sub(a, b))
@@ -410,8 +430,10 @@ class Analyzer:
         tmin, tmax = int_range(x.dtype)
         lo, hi, span = tmin if lo is None else lo, tmax if hi is None else hi, tmax - tmin + 1
         xlo, xhi = self._interval(x)
-        # x + c wraps at most once either way: x + c - k * 2**bits lies in [lo, hi] for one k in -1, 0, 1.
-        parts = [(max(xlo, lo - c + k * span), min(xhi, hi - c + k * span)) for k in (-1, 0, 1)]
+        # x + c wraps at most once either way: x + c - k * 2**bits lies in [lo, hi] for one k in -1, 0, 1
+        # (only k = 0 when signed arithmetic is assumed not to overflow).
+        wraps = (0,) if self.assume_no_overflow and x.dtype.is_int else (-1, 0, 1)
+        parts = [(max(xlo, lo - c + k * span), min(xhi, hi - c + k * span)) for k in wraps]
         parts = [(p, q) for p, q in parts if p <= q]
         if parts:
             self._narrow(x, min(p for p, _ in parts), max(q for _, q in parts))
@@ -435,6 +457,13 @@ class Analyzer:
             raise LoomValueError(f"{var.name} is already bound to {old}; pass allow_override=True to rebind it")
         self._subst.pop(var, None)
         self._facts[:] = [f for f in self._facts if not uses_var(f, var)]
+
+
+def _configured_no_overflow() -> bool:
+    """The current PassContext's ``arith.assume_no_overflow`` option."""
+    from ..transform.pass_base import PassContext  # imported here: the passes build on arith
+
+    return bool(PassContext.current().get_config("arith.assume_no_overflow"))
 
 
 def _check_var(var: Any) -> None:

@@ -5,7 +5,9 @@ included.  Every rule here is exact interval arithmetic followed by a check
 that the result fits the dtype: when it does, no evaluation can overflow and
 the interval is the answer; when it does not, the answer is the dtype's full
 range (the wrapped value could be anything).  Rewrite rules that are valid
-only without overflow ask exactly this question.
+only without overflow ask exactly this question.  An analyzer that assumes
+signed arithmetic never overflows (TVM's index assumption) cuts such an
+interval to the dtype instead.
 
 Infinity: an integer expression is always within its dtype, so its bounds are
 ordinary ints and never infinite: the ends of its dtype's range say "nothing
@@ -31,7 +33,7 @@ import attrs
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ._intmath import (
-    Interval, fits, int_range, is_int_type, iv_add, iv_div, iv_mul, iv_sub, trunc_div,
+    Interval, exact_interval, fits, int_range, is_int_type, iv_add, iv_div, iv_mul, iv_sub, trunc_div,
 )
 
 __all__ = ["ConstIntBound", "ConstIntBoundAnalyzer"]
@@ -128,10 +130,14 @@ class ConstIntBoundAnalyzer:
     """Computes bounds bottom-up, with a memo that the owner clears on changes.
 
     ``lookup(var)`` gives the bound the owner knows for a variable (or None).
+    With ``assume_no_overflow``, signed arithmetic is taken never to overflow
+    (see :func:`~loom.arith._intmath.exact_interval`); conversions still wrap.
     """
 
-    def __init__(self, lookup: Callable[[E.Var], Optional[ConstIntBound]]) -> None:
+    def __init__(self, lookup: Callable[[E.Var], Optional[ConstIntBound]],
+                 assume_no_overflow: bool = False) -> None:
         self._lookup = lookup
+        self.assume_no_overflow = assume_no_overflow
         self._memo: dict[int, tuple[E.PrimExpr, Interval]] = {}
         self._let: dict[E.Var, Interval] = {}
 
@@ -174,19 +180,26 @@ class ConstIntBoundAnalyzer:
         return full
 
     # -- arithmetic --------------------------------------------------------
+    def _arith(self, iv: Optional[Interval], t: DataType) -> Interval:
+        """The bound of an arithmetic result whose exact interval is ``iv``."""
+        if iv is None:
+            return _full(t)
+        r = exact_interval(iv[0], iv[1], t.element_of(), self.assume_no_overflow)
+        return _full(t) if r is None else r
+
     def _add(self, e: E.Add) -> Interval:
-        return _checked(iv_add(self.interval(e.a), self.interval(e.b)), e.dtype)
+        return self._arith(iv_add(self.interval(e.a), self.interval(e.b)), e.dtype)
 
     def _sub(self, e: E.Sub) -> Interval:
-        return _checked(iv_sub(self.interval(e.a), self.interval(e.b)), e.dtype)
+        return self._arith(iv_sub(self.interval(e.a), self.interval(e.b)), e.dtype)
 
     def _mul(self, e: E.Mul) -> Interval:
-        return _checked(iv_mul(self.interval(e.a), self.interval(e.b)), e.dtype)
+        return self._arith(iv_mul(self.interval(e.a), self.interval(e.b)), e.dtype)
 
     def _div(self, e: E.BinaryOp) -> Interval:
         # Division by zero is undefined, so zero is excluded from the divisor;
-        # INT_MIN // -1 wraps, which ``_checked`` notices.
-        return _checked(iv_div(self.interval(e.a), self.interval(e.b), _BOUND_FUNCS[type(e)]), e.dtype)
+        # INT_MIN // -1 wraps, which ``_arith`` notices.
+        return self._arith(iv_div(self.interval(e.a), self.interval(e.b), _BOUND_FUNCS[type(e)]), e.dtype)
 
     def _floormod(self, e: E.FloorMod) -> Interval:
         (alo, ahi), (blo, bhi) = self.interval(e.a), self.interval(e.b)
@@ -260,7 +273,7 @@ class ConstIntBoundAnalyzer:
 
     def _ramp(self, e: E.Ramp) -> Interval:
         steps = iv_mul(self.interval(e.stride), (0, e.lanes - 1))
-        return _checked(iv_add(self.interval(e.base), steps), e.dtype)
+        return self._arith(iv_add(self.interval(e.base), steps), e.dtype)
 
     def _call(self, e: E.Call) -> Interval:
         name = getattr(e.op, "name", None)

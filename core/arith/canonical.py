@@ -31,7 +31,7 @@ from ..ir import expr as E
 from ..ir.functor import substitute
 from ..ir.reduce import Reduce
 from ._exprkey import map_operands, order_key, struct_key
-from ._intmath import Interval, divides_wrap, fits, is_int_type, signed_wrap, trunc_div, wrap
+from ._intmath import Interval, divides_wrap, exact_interval, fits, is_int_type, signed_wrap, trunc_div, wrap
 from .reduce_simplify import simplify_reduce
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ class CanonicalSimplifier:
         for atom, k in s.terms.values():
             alo, ahi = self.an._interval(atom)
             lo, hi = lo + min(k * alo, k * ahi), hi + max(k * alo, k * ahi)
-        return (lo, hi) if fits(lo, hi, s.dtype) else None
+        return exact_interval(lo, hi, s.dtype, self.an.assume_no_overflow)
 
     def _nonneg(self, s: SumForm) -> bool:
         iv = self._sum_interval(s)

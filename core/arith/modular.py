@@ -6,7 +6,8 @@ prove divisibility (``floormod(x * 8 + 4, 4) == 0``).
 
 Wrap-around: a value computed modulo ``2**bits`` keeps its residue modulo any
 divisor of ``2**bits``.  So when bounds cannot rule out overflow, the
-coefficient is reduced to its greatest common divisor with ``2**bits``.
+coefficient is reduced to its greatest common divisor with ``2**bits``
+(unless the analyzer assumes that signed arithmetic never overflows).
 
 >>> import loom
 >>> from loom.arith import Analyzer
@@ -25,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import attrs
 
 from ..ir import expr as E
-from ._intmath import Interval, fits, is_int_type, iv_add, iv_mul, iv_sub, wrap
+from ._intmath import Interval, exact_interval, is_int_type, iv_add, iv_mul, iv_sub, wrap
 
 __all__ = ["ModularSet", "ModularSetAnalyzer"]
 
@@ -88,9 +89,10 @@ class ModularSetAnalyzer:
     """Bottom-up modular analysis; ``interval(e)`` supplies bounds to detect overflow."""
 
     def __init__(self, lookup: Callable[[E.Var], Optional[ModularSet]],
-                 interval: Callable[[E.PrimExpr], Interval]) -> None:
+                 interval: Callable[[E.PrimExpr], Interval], assume_no_overflow: bool = False) -> None:
         self._lookup = lookup
         self._interval = interval
+        self.assume_no_overflow = assume_no_overflow
         self._let: dict[E.Var, ModularSet] = {}
 
     def __call__(self, e: E.PrimExpr) -> ModularSet:
@@ -99,10 +101,12 @@ class ModularSetAnalyzer:
         handler = _HANDLERS.get(type(e))
         return handler(self, e) if handler is not None else _ANY
 
-    def _wrapped(self, m: ModularSet, exact: Interval, e: E.PrimExpr) -> ModularSet:
-        """``m`` for the exact result; weakened when the result may wrap."""
+    def _wrapped(self, m: ModularSet, exact: Interval, e: E.PrimExpr, arith: bool = True) -> ModularSet:
+        """``m`` for the exact result; weakened when the result may wrap.
+
+        ``arith``: ``e`` is arithmetic (which may be assumed not to overflow), not a conversion."""
         t = e.dtype.element_of()
-        if fits(exact[0], exact[1], t):
+        if exact_interval(exact[0], exact[1], t, arith and self.assume_no_overflow) is not None:
             return m
         if m.coeff == 0:
             return ModularSet(0, wrap(m.base, t))
@@ -184,7 +188,7 @@ class ModularSetAnalyzer:
     def _cast(self, e: E.Cast) -> ModularSet:
         if not is_int_type(e.value.dtype):
             return _ANY
-        return self._wrapped(self(e.value), self._interval(e.value), e)
+        return self._wrapped(self(e.value), self._interval(e.value), e, arith=False)
 
     def _let_expr(self, e: E.Let) -> ModularSet:
         saved = self._let.get(e.var)

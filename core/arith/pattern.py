@@ -14,7 +14,8 @@ value; plain ints are literal constants.  A rule's condition receives the
 Wrap-around: ``m.no_overflow(p)`` evaluates pattern ``p`` over exact
 intervals (the bounds of what the variables matched) and is True when no
 intermediate result can leave the dtype.  Then the IR value of ``p`` is its
-mathematical value, which is what most algebraic identities need.
+mathematical value, which is what most algebraic identities need.  An analyzer
+that assumes signed arithmetic never overflows answers True for signed dtypes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ..ir.dtype import DataType
 from ._exprkey import expr_equal
-from ._intmath import Interval, fits, iv_add, iv_div, iv_mul, iv_sub, trunc_div
+from ._intmath import Interval, exact_interval, fits, iv_add, iv_div, iv_mul, iv_sub, trunc_div
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
@@ -268,7 +269,7 @@ class POp(Pattern):
             r = 0, min(b[1] - 1, a[1]) if a[0] >= 0 else b[1] - 1
         else:
             r = None
-        return r if r is not None and fits(r[0], r[1], m.dtype) else None
+        return None if r is None else exact_interval(r[0], r[1], m.dtype, m.an.assume_no_overflow)
 
 
 def _build_siblings(kids: tuple[Pattern, ...], m: Match, hint: Optional[DataType]) -> list[Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
-from ._intmath import fits, iv_sub
+from ._intmath import exact_interval, iv_sub
 from .canonical import SumForm
 from .pattern import FnRule, PVar, Rule, max_, min_, pconsts, pvars, select, tdiv, tmod
 from .rules_divmod import DIVMOD_SUB, FLOORDIV, FLOORMOD, TRUNCDIV, TRUNCMOD
@@ -47,7 +47,7 @@ def _exact_div_times(e: E.Mul, an: Analyzer) -> Optional[E.PrimExpr]:
 
 def _exact_diff(an: Analyzer, p: E.PrimExpr, q: E.PrimExpr) -> bool:
     """True when ``p - q`` of the actual values fits the dtype (so it is not a wrapped value)."""
-    return fits(*iv_sub(an._interval(p), an._interval(q)), p.dtype)
+    return exact_interval(*iv_sub(an._interval(p), an._interval(q)), p.dtype, an.assume_no_overflow) is not None
 
 
 def _same_sum(p: SumForm, q: SumForm) -> bool:
@@ -220,6 +220,7 @@ MUL = [
     Rule((x * c1) * c2, x * (c1 * c2)),
     Rule((x + c1) * c2, x * c2 + c1 * c2),
     Rule((x - c1) * c2, x * c2 - c1 * c2),
+    Rule((x - y) * c1, (y - x) * (0 - c1), lambda m: m.c1 < 0 and m.fits(-m.c1)),  # a ring identity: wraps alike
     Rule(x * (y * c1), (x * y) * c1),
     Rule((x * c1) * y, (x * y) * c1),
     Rule(min_(x, y) * max_(x, y), x * y),  # the same two values, multiplied

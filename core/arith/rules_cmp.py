@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir import expr as E
 from ..ir import expr_ops as ops
-from ._intmath import fits, is_int_type
+from ._intmath import exact_interval, fits, is_int_type
 from .canonical import SumForm
 from .pattern import FnRule, Rule, max_, min_, pconsts, pvars, tdiv
 
@@ -51,7 +51,7 @@ def _cmp_by_canonical(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
     if not is_int_type(a.dtype) or a.dtype.lanes != 1:
         return None
     (alo, ahi), (blo, bhi) = an._interval(a), an._interval(b)
-    if not fits(alo - bhi, ahi - blo, a.dtype):
+    if exact_interval(alo - bhi, ahi - blo, a.dtype, an.assume_no_overflow) is None:
         return None  # a - b may wrap: its sign says nothing about a < b
     canon = an._canonical
     s = canon.to_sum(E.Sub(a, b))

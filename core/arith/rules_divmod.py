@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ._exprkey import expr_equal
-from ._intmath import divides_wrap, fits, iv_add, iv_div, iv_mul, trunc_div
+from ._intmath import divides_wrap, exact_interval, fits, iv_add, iv_div, iv_mul, trunc_div
 from .canonical import SumForm
 from .pattern import FnRule, Rule, max_, min_, pconsts, pvars, tdiv, tmod
 
@@ -76,12 +76,13 @@ def _mod_by_modular(e: E.BinaryOp, an: Analyzer) -> Optional[E.PrimExpr]:
     return E.IntImm(e.dtype, r)
 
 
-def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr, E.PrimExpr]]:
-    """``(Q, R)`` with ``e.a == e.b * Q + R`` exactly, for a divisor that is not a constant.
+def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr, E.PrimExpr, bool]]:
+    """``(Q, R, q_first)`` with ``e.a == e.b * Q + R`` exactly, for a divisor that is not a constant.
 
     The terms of ``e.a`` that are the divisor ``v`` or a product with ``v`` form
     ``v * Q``.  The split holds for the mathematical values when the intervals
     of ``e.a``, ``Q``, ``v * Q``, ``R`` and ``v * Q + R`` all fit the dtype.
+    ``q_first``: ``e.a`` starts with a term of ``v * Q`` (results keep that order).
     """
     v = e.b
     if isinstance(v, E.IntImm) or e.dtype.lanes != 1:
@@ -90,8 +91,10 @@ def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr,
     s = canon.to_sum(e.a)
     q, r = SumForm(e.dtype), SumForm(e.dtype)
     r.const = s.const
-    for key, (atom, k) in s.terms.items():
+    q_first = False
+    for i, (key, (atom, k)) in enumerate(s.terms.items()):
         factor = _cofactor(atom, v)
+        q_first = q_first or (i == 0 and factor is not None)
         if factor is None:
             r.add_term(atom, k, key)
         elif isinstance(factor, E.IntImm):
@@ -104,9 +107,10 @@ def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr,
     if q_iv is None or r_iv is None or s_iv is None:
         return None
     vq = iv_mul(q_iv, an._interval(v))
-    if not (fits(*vq, e.dtype) and fits(*iv_add(vq, r_iv), e.dtype)):
+    no_wrap = an.assume_no_overflow
+    if exact_interval(*vq, e.dtype, no_wrap) is None or exact_interval(*iv_add(vq, r_iv), e.dtype, no_wrap) is None:
         return None
-    return canon.render(q), canon.render(r)
+    return canon.render(q), canon.render(r), q_first
 
 
 def _cofactor(atom: E.PrimExpr, v: E.PrimExpr) -> Optional[E.PrimExpr]:
@@ -124,12 +128,15 @@ def _cofactor(atom: E.PrimExpr, v: E.PrimExpr) -> Optional[E.PrimExpr]:
 def _div_by_factor(e: E.FloorDiv, an: Analyzer) -> Optional[E.PrimExpr]:
     """``(v * q + r) // v`` is ``q + r // v`` (and ``(x + y) // x`` is ``y // x + 1``)."""
     quot = iv_div(an._interval(e.a), an._interval(e.b), lambda a, b: a // b)
-    if quot is None or not fits(*quot, e.dtype):  # INT_MIN // -1 wraps
+    if quot is None or exact_interval(*quot, e.dtype, an.assume_no_overflow) is None:  # INT_MIN // -1 wraps
         return None
     split = _split_by_divisor(e, an)
     if split is None:
         return None
-    return ops.add(split[0], E.FloorDiv(split[1], e.b))
+    quotient, rest = split[0], E.FloorDiv(split[1], e.b)
+    if split[2] and not isinstance(quotient, E.IntImm):  # x * z + y: x + y // z; y + x * z: y // z + x
+        return ops.add(quotient, rest)
+    return ops.add(rest, quotient)
 
 
 def _mod_by_factor(e: E.FloorMod, an: Analyzer) -> Optional[E.PrimExpr]:

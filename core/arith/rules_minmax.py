@@ -100,7 +100,7 @@ def _minmax_rules(mn: Callable[..., Any], mx: Callable[..., Any], build_mn: Call
         Rule(mn(x, mn(y, x)), mn(y, x)),
         # min(max(x, y), min(x, y)) is min(x, y); min distributes over max.
         Rule(mn(mx(x, y), mn(x, y)), mn(x, y)),
-        Rule(mn(mx(x, y), mn(y, x)), mn(y, x)),
+        Rule(mn(mx(x, y), mn(y, x)), mn(x, y)),  # either order; TVM's spelling
         Rule(mn(mn(x, y), mx(x, y)), mn(x, y)),
         Rule(mn(mn(x, y), mx(y, x)), mn(x, y)),
         Rule(mn(mx(x, y), mx(x, z)), mx(mn(y, z), x)),
@@ -111,10 +111,10 @@ def _minmax_rules(mn: Callable[..., Any], mx: Callable[..., Any], build_mn: Call
         Rule(mn(x + c1, x), x + mn(c1, 0), lambda m: m.no_overflow(x + c1)),
         Rule(mn(x, x + c1), x + mn(c1, 0), lambda m: m.no_overflow(x + c1)),
         Rule(mn(x + c1, y + c1), mn(x, y) + c1, lambda m: m.no_overflow(x + c1, y + c1)),
-        Rule(mn(x + y, x + z), x + mn(y, z), lambda m: m.no_overflow(x + y, x + z)),
+        Rule(mn(x + y, x + z), mn(y, z) + x, lambda m: m.no_overflow(x + y, x + z)),
         Rule(mn(y + x, z + x), mn(y, z) + x, lambda m: m.no_overflow(y + x, z + x)),
-        Rule(mn(x + y, z + x), x + mn(y, z), lambda m: m.no_overflow(x + y, z + x)),
-        Rule(mn(y + x, x + z), x + mn(y, z), lambda m: m.no_overflow(y + x, x + z)),
+        Rule(mn(x + y, z + x), mn(y, z) + x, lambda m: m.no_overflow(x + y, z + x)),
+        Rule(mn(y + x, x + z), mn(y, z) + x, lambda m: m.no_overflow(y + x, x + z)),
         Rule(mn(x - y, x - z), x - mx(y, z), lambda m: m.no_overflow(x - y, x - z)),
         Rule(mn(y - x, z - x), mn(y, z) - x, lambda m: m.no_overflow(y - x, z - x)),
         Rule(mn(c1 - x, c2), lambda m: ops.sub(ops.const(m.c1, m.dtype), build_mx(m.x, ops.const(m.c1 - m.c2, m.dtype))),

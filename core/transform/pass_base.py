@@ -107,6 +107,10 @@ _BUILD_CONFIG_OPTIONS: list[tuple[str, type | tuple[type, ...], Any, str]] = [
 for _key, _type, _default, _doc in _BUILD_CONFIG_OPTIONS:
     register_config_option(f"tir.{_key}", _type, _default, _doc)
 
+# Read by every loom.arith.Analyzer made without an explicit choice, so passes see it.
+register_config_option("arith.assume_no_overflow", bool, False,
+                       "simplify as if signed integer arithmetic never overflowed (TVM's index assumption)")
+
 
 # ---------------------------------------------------------------------------
 # pass context

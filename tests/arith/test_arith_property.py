@@ -158,8 +158,8 @@ def cases(draw):
     return Case(e, bounds, envs)
 
 
-def make_analyzer(bounds):
-    an = Analyzer()
+def make_analyzer(bounds, **options):
+    an = Analyzer(**options)
     for v, (lo, hi) in bounds.items():
         if hi - lo + 1 < 1 << (v.dtype.bits - 1):
             an.bind(v, Range.from_min_extent(loom.const(lo, v.dtype), loom.const(hi - lo + 1, v.dtype)))

@@ -59,6 +59,11 @@ def test_common_factor_is_pulled_out():
     check(E.Add(E.Mul(a, i32(3)), E.Mul(b, i32(3))), "a * 3 + b * 3", how="simplify")
 
 
+def test_difference_times_a_negative_constant_is_flipped():
+    check(E.Mul(E.Sub(a, b), i32(-2)), "(b - a) * 2")
+    check(E.Mul(E.Sub(a, b), i32(-(2**31))), "(a - b) * -2147483648")  # 2**31 is not an int32
+
+
 def test_difference_of_shifted_minmax():
     check(E.Sub(MN(E.Add(x, i32(10)), E.Add(z, i32(1))), MN(x, E.Sub(z, i32(9)))), "10")
     check(E.Sub(MX(E.Add(x, i32(2)), E.Add(z, i32(2))), MX(z, x)), "2")  # the pairs may be swapped
@@ -365,6 +370,8 @@ SHAPES = {
     "v*u-u*c": lambda s: E.Sub(E.Mul(s.v, s.u), E.Mul(s.u, s.C(s.c1))),
     "u*v-w*u": lambda s: E.Sub(E.Mul(s.u, s.v), E.Mul(s.w, s.u)),
     "v*u-w*u": lambda s: E.Sub(E.Mul(s.v, s.u), E.Mul(s.w, s.u)),
+    "(u-v)*c": lambda s: E.Mul(E.Sub(s.u, s.v), s.C(s.c1)),
+    "(v+u*w)//w": lambda s: FD(E.Add(s.v, E.Mul(s.u, s.w)), s.w),
     "min-shift": lambda s: E.Sub(MN(E.Add(s.u, s.C(s.c1)), E.Add(s.v, s.C(s.c2))), MN(s.u, _shift(s))),
     "max-shift-swapped": lambda s: E.Sub(MX(E.Add(s.u, s.C(s.c1)), E.Add(s.v, s.C(s.c2))), MX(_shift(s), s.u)),
     "min-shift-by-w": lambda s: E.Sub(MN(E.Add(s.u, s.w), E.Add(s.w, s.v)), MN(s.u, s.v)),
