@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
 from ..errors import LoomTypeError, LoomValueError
 from ..ir import expr as E
@@ -368,8 +368,8 @@ class Analyzer:
         self._facts[:] = [f for f in self._facts if not uses_var(f, var)]
         if not isinstance(mn, E.IntImm):
             self._facts.append(E.LE(mn, var))
-        end = exact_interval(*iv_add(self._interval(mn), self._interval(ext)), var.dtype, self.assume_no_overflow)
-        if not isinstance(ext, E.IntImm) and end is not None:
+        if not isinstance(ext, E.IntImm) and exact_interval(
+                *iv_add(self._interval(mn), self._interval(ext)), var.dtype, self.assume_no_overflow) is not None:
             self._facts.append(E.LT(var, self.simplify(E.Add(mn, ext))))
 
     def _learn(self, c: E.PrimExpr) -> None:
@@ -461,9 +461,15 @@ class Analyzer:
 
 def _configured_no_overflow() -> bool:
     """The current PassContext's ``arith.assume_no_overflow`` option."""
-    from ..transform.pass_base import PassContext  # imported here: the passes build on arith
+    global _current_context
+    if _current_context is None:
+        from ..transform.pass_base import PassContext  # imported late: the passes build on arith
 
-    return bool(PassContext.current().get_config("arith.assume_no_overflow"))
+        _current_context = PassContext.current
+    return bool(_current_context().get_config("arith.assume_no_overflow"))
+
+
+_current_context: Optional[Callable[[], Any]] = None
 
 
 def _check_var(var: Any) -> None:

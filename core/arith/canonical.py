@@ -43,15 +43,23 @@ __all__ = ["CanonicalSimplifier", "SumForm", "inlinable_let_value", "taken_branc
 class SumForm:
     """A mutable ``sum(coeff * atom) + const`` with coefficients modulo ``2**bits``.
 
-    Coefficients and the constant are kept as signed representatives.
+    Coefficients and the constant are kept as signed representatives; ``wrapped``
+    records that one of them was reduced, so the sum equals the mathematical value
+    only modulo ``2**bits`` (``x - INT_MIN`` is kept as ``x + INT_MIN``).
     """
 
-    __slots__ = ("dtype", "terms", "const")
+    __slots__ = ("dtype", "terms", "const", "wrapped")
 
     def __init__(self, dtype: Any, const: int = 0) -> None:
         self.dtype = dtype
         self.terms: dict[Any, list[Any]] = {}  # struct key -> [atom, coeff]
-        self.const = signed_wrap(const, dtype.bits)
+        self.wrapped = False
+        self.const = self._reduce(const)
+
+    def _reduce(self, v: int) -> int:
+        r = signed_wrap(v, self.dtype.bits)
+        self.wrapped = self.wrapped or r != v
+        return r
 
     @staticmethod
     def atom(e: E.PrimExpr, coeff: int = 1) -> SumForm:
@@ -68,14 +76,15 @@ class SumForm:
         slot = self.terms.get(key)
         if slot is None:
             slot = self.terms[key] = [atom, 0]
-        slot[1] = signed_wrap(slot[1] + coeff, self.dtype.bits)
+        slot[1] = self._reduce(slot[1] + coeff)
         if slot[1] == 0:
             del self.terms[key]
 
     def add(self, other: SumForm, scale: int = 1) -> SumForm:
         for key, (atom, k) in other.terms.items():
             self.add_term(atom, k * scale, key)
-        self.const = signed_wrap(self.const + other.const * scale, self.dtype.bits)
+        self.wrapped = self.wrapped or other.wrapped
+        self.const = self._reduce(self.const + other.const * scale)
         return self
 
     def scaled(self, k: int) -> SumForm:
@@ -90,6 +99,7 @@ class SumForm:
             else:
                 r.add_term(atom, k, key)
         q.const, r.const = self.const // c, self.const % c
+        q.wrapped = r.wrapped = q.wrapped or r.wrapped or self.wrapped
         return q, r
 
 
@@ -269,6 +279,7 @@ class CanonicalSimplifier:
         ``((x - 466036) % 24528 - 24512) % 16`` is ``(x + 12) % 16``."""
         exact = not divides_wrap(c, s.dtype)  # then every sum involved must fit
         out, changed = SumForm(s.dtype, s.const), False
+        out.wrapped = s.wrapped
         for key, (atom, k) in s.terms.items():
             if type(atom) in (E.FloorMod, E.Mod) and isinstance(atom.b, E.IntImm) and atom.b.value % c == 0:
                 inner = self.to_sum(atom.a)
@@ -288,7 +299,8 @@ class CanonicalSimplifier:
         for atom, k in s.terms.values():
             alo, ahi = self.an._interval(atom)
             lo, hi = lo + min(k * alo, k * ahi), hi + max(k * alo, k * ahi)
-        return exact_interval(lo, hi, s.dtype, self.an.assume_no_overflow)
+        # A reduced constant or coefficient: the sum is the value only modulo 2**bits.
+        return exact_interval(lo, hi, s.dtype, self.an.assume_no_overflow and not s.wrapped)
 
     def _nonneg(self, s: SumForm) -> bool:
         iv = self._sum_interval(s)
@@ -329,6 +341,7 @@ class CanonicalSimplifier:
         wrap-around; it can cancel ``u``'s terms.
         """
         out = SumForm(s.dtype, s.const)
+        out.wrapped = s.wrapped
         for key, (atom, k) in s.terms.items():
             c = _const_divisor(atom)
             if c > 0 and k % c == 0:

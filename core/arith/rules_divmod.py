@@ -91,6 +91,7 @@ def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr,
     s = canon.to_sum(e.a)
     q, r = SumForm(e.dtype), SumForm(e.dtype)
     r.const = s.const
+    q.wrapped = r.wrapped = s.wrapped
     q_first = False
     for i, (key, (atom, k)) in enumerate(s.terms.items()):
         factor = _cofactor(atom, v)

@@ -44,6 +44,15 @@ def test_bounds_and_residues_are_cut_to_the_dtype_instead_of_dismissed():
     assert tuple(assumed.const_int_bound(x * 2)) == (-(2**31), 2**31 - 1)
 
 
+def test_a_canonical_sum_whose_constant_wrapped_is_not_cut_to_the_dtype():
+    # x - INT_MIN is kept as x + INT_MIN: equal modulo 2**32 only, so its bound proves nothing.
+    an = Analyzer(assume_no_overflow=True)
+    int_min = E.IntImm("int32", -(2**31))
+    assert str(an.simplify(E.LT(x, int_min))) == "False"
+    assert str(an.simplify(E.GT(int_min, x))) == "False"
+    assert tuple(an.const_int_bound(x - int_min)) == (0, 2**31 - 1)
+
+
 def test_unsigned_arithmetic_and_conversions_still_wrap():
     an = Analyzer(assume_no_overflow=True)
     u = loom.var("u", "uint32")
