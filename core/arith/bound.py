@@ -33,7 +33,7 @@ import attrs
 from ..ir import expr as E
 from ..ir.dtype import DataType
 from ._intmath import (
-    Interval, exact_interval, fits, int_range, is_int_type, iv_add, iv_div, iv_mul, iv_sub, trunc_div,
+    Interval, exact_interval, int_range, is_int_type, iv_add, iv_div, iv_mul, iv_sub, trunc_div,
 )
 
 __all__ = ["ConstIntBound", "ConstIntBoundAnalyzer"]
@@ -119,11 +119,11 @@ def _full(t: DataType) -> Interval:
     return int_range(t.element_of())
 
 
-def _checked(iv: Optional[Interval], t: DataType) -> Interval:
-    """``iv`` when it fits ``t`` (nothing can overflow), else the full range."""
-    if iv is None or not fits(iv[0], iv[1], t.element_of()):
-        return _full(t)
-    return iv
+def _checked(iv: Optional[Interval], t: DataType, assume_no_overflow: bool = False) -> Interval:
+    """``iv`` when it fits ``t`` (nothing can overflow), else the full range; a signed
+    result assumed not to overflow is ``iv`` cut to ``t``."""
+    r = None if iv is None else exact_interval(iv[0], iv[1], t.element_of(), assume_no_overflow)
+    return _full(t) if r is None else r
 
 
 class ConstIntBoundAnalyzer:
@@ -181,11 +181,8 @@ class ConstIntBoundAnalyzer:
 
     # -- arithmetic --------------------------------------------------------
     def _arith(self, iv: Optional[Interval], t: DataType) -> Interval:
-        """The bound of an arithmetic result whose exact interval is ``iv``."""
-        if iv is None:
-            return _full(t)
-        r = exact_interval(iv[0], iv[1], t.element_of(), self.assume_no_overflow)
-        return _full(t) if r is None else r
+        """The bound of an arithmetic result (not a conversion) whose exact interval is ``iv``."""
+        return _checked(iv, t, self.assume_no_overflow)
 
     def _add(self, e: E.Add) -> Interval:
         return self._arith(iv_add(self.interval(e.a), self.interval(e.b)), e.dtype)

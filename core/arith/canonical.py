@@ -56,6 +56,12 @@ class SumForm:
         self.wrapped = False
         self.const = self._reduce(const)
 
+    def derived(self, const: int = 0) -> SumForm:
+        """An empty sum of this dtype, made from this one (so it keeps ``wrapped``)."""
+        out = SumForm(self.dtype, const)
+        out.wrapped = out.wrapped or self.wrapped
+        return out
+
     def _reduce(self, v: int) -> int:
         r = signed_wrap(v, self.dtype.bits)
         self.wrapped = self.wrapped or r != v
@@ -92,14 +98,13 @@ class SumForm:
 
     def split(self, c: int) -> tuple[SumForm, SumForm]:
         """``(Q, R)`` with ``self == c*Q + R`` term by term; R keeps what ``c`` does not divide."""
-        q, r = SumForm(self.dtype), SumForm(self.dtype)
+        q, r = self.derived(), self.derived()
         for key, (atom, k) in self.terms.items():
             if k % c == 0:
                 q.add_term(atom, k // c, key)
             else:
                 r.add_term(atom, k, key)
         q.const, r.const = self.const // c, self.const % c
-        q.wrapped = r.wrapped = q.wrapped or r.wrapped or self.wrapped
         return q, r
 
 
@@ -278,8 +283,7 @@ class CanonicalSimplifier:
         ``c`` is the same, when ``c`` divides ``2**bits`` or nothing wraps.
         ``((x - 466036) % 24528 - 24512) % 16`` is ``(x + 12) % 16``."""
         exact = not divides_wrap(c, s.dtype)  # then every sum involved must fit
-        out, changed = SumForm(s.dtype, s.const), False
-        out.wrapped = s.wrapped
+        out, changed = s.derived(s.const), False
         for key, (atom, k) in s.terms.items():
             if type(atom) in (E.FloorMod, E.Mod) and isinstance(atom.b, E.IntImm) and atom.b.value % c == 0:
                 inner = self.to_sum(atom.a)
@@ -340,8 +344,7 @@ class CanonicalSimplifier:
         same for truncated division), so the result equals ``s`` even with
         wrap-around; it can cancel ``u``'s terms.
         """
-        out = SumForm(s.dtype, s.const)
-        out.wrapped = s.wrapped
+        out = s.derived(s.const)
         for key, (atom, k) in s.terms.items():
             c = _const_divisor(atom)
             if c > 0 and k % c == 0:

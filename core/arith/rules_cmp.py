@@ -36,8 +36,7 @@ _TRUE, _FALSE = E.IntImm("bool", 1), E.IntImm("bool", 0)
 
 def _side(an: Analyzer, s: SumForm, terms: list[tuple[E.PrimExpr, int]], const: int) -> Optional[E.PrimExpr]:
     """The sum ``terms + const`` rendered, or None when it may wrap around."""
-    side = SumForm(s.dtype, const)
-    side.wrapped = s.wrapped
+    side = s.derived(const)
     for atom, k in terms:
         side.add_term(atom, k)
     if side.const != const or an._canonical._sum_interval(side) is None:

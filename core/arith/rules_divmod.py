@@ -16,7 +16,6 @@ from ..ir import expr as E
 from ..ir import expr_ops as ops
 from ._exprkey import expr_equal
 from ._intmath import divides_wrap, exact_interval, fits, iv_add, iv_div, iv_mul, trunc_div
-from .canonical import SumForm
 from .pattern import FnRule, Rule, max_, min_, pconsts, pvars, tdiv, tmod
 
 if TYPE_CHECKING:
@@ -89,13 +88,11 @@ def _split_by_divisor(e: E.BinaryOp, an: Analyzer) -> Optional[tuple[E.PrimExpr,
         return None
     canon = an._canonical
     s = canon.to_sum(e.a)
-    q, r = SumForm(e.dtype), SumForm(e.dtype)
-    r.const = s.const
-    q.wrapped = r.wrapped = s.wrapped
-    q_first = False
-    for i, (key, (atom, k)) in enumerate(s.terms.items()):
+    q, r = s.derived(), s.derived(s.const)
+    first = next(iter(s.terms.values()), None)
+    q_first = first is not None and _cofactor(first[0], v) is not None
+    for key, (atom, k) in s.terms.items():
         factor = _cofactor(atom, v)
-        q_first = q_first or (i == 0 and factor is not None)
         if factor is None:
             r.add_term(atom, k, key)
         elif isinstance(factor, E.IntImm):
